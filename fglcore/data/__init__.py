@@ -1,0 +1,2 @@
+"""Datasets (:mod:`.datasets`), partitions (:mod:`.partition`), splits (:mod:`.splits`)
+and the federations built from them (:mod:`.federation`)."""

@@ -1,0 +1,32 @@
+"""Test fixtures: an isolated data root fed from the offline mirror."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_MIRROR = REPO.parent / "shared" / "data"
+
+
+def pytest_configure(config):
+    # One data root for the whole session, so PyG processes each dataset once.
+    os.environ.setdefault("FGL_DATA", str(REPO / ".cache" / "test-data"))
+    if "FGL_DATA_MIRROR" not in os.environ and DEFAULT_MIRROR.is_dir():
+        os.environ["FGL_DATA_MIRROR"] = str(DEFAULT_MIRROR)
+    torch.set_num_threads(2)
+
+
+@pytest.fixture
+def tiny_graph():
+    """Two triangles joined by one edge; labels 0 on the first, 1 on the second."""
+    from torch_geometric.data import Data
+    from torch_geometric.utils import to_undirected
+
+    edges = torch.tensor([[0, 1, 1, 2, 2, 0, 3, 4, 4, 5, 5, 3, 2, 3]]).view(-1, 2).t()
+    edge_index = to_undirected(edges, num_nodes=6)
+    x = torch.eye(6)
+    y = torch.tensor([0, 0, 0, 1, 1, 1])
+    return Data(x=x, edge_index=edge_index, y=y, num_nodes=6)
