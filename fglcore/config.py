@@ -150,6 +150,7 @@ class ExperimentConfig:
     # what the rows are tagged with
     paper: str = ""
     table: str = ""
+    setting: str = ""  # free label of a variant within a table cell, e.g. "E=5" or "S=0"
     # data and federation
     dataset: str = "Cora"
     partition: str = "louvain"

@@ -73,3 +73,15 @@ def resolve_output_dir(path: str | os.PathLike | None, profile: str, paper: str)
             target = repo_root() / p
     target.mkdir(parents=True, exist_ok=True)
     return target
+
+
+def display_path(path: str | os.PathLike) -> str:
+    """``path`` relative to the outputs root or the repository when inside one, for printing."""
+    path = Path(path).resolve()
+    for root, prefix in ((outputs_root(), "outputs"), (repo_root(), "")):
+        try:
+            rel = path.relative_to(root).as_posix()
+        except ValueError:
+            continue
+        return f"{prefix}/{rel}" if prefix else rel
+    return str(path)

@@ -30,3 +30,11 @@ def tiny_graph():
     x = torch.eye(6)
     y = torch.tensor([0, 0, 0, 1, 1, 1])
     return Data(x=x, edge_index=edge_index, y=y, num_nodes=6)
+
+
+def pytest_sessionstart(session):
+    # Re-executed notebooks (nbval, smoke runs) write under a scratch outputs root,
+    # never over the committed outputs/.
+    import tempfile
+
+    os.environ.setdefault("FGL_OUTPUT_ROOT", tempfile.mkdtemp(prefix="fgl-outputs-"))

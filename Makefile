@@ -1,0 +1,32 @@
+# Two commands do all the set-up on a fresh machine:
+#   make reproduce [PROFILE=smoke|quick|full] [PAPERS="tour fedspray"]
+#   make test
+# Both create (or reuse) the virtual environment in $(VENV).
+
+PROFILE ?= quick
+PAPERS ?=
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.fgl-installed
+export FGL_THREADS ?= 2
+
+.PHONY: venv reproduce test benchmark clean-outputs
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	# torch first, pinned: the CPU wheel comes from local disk where a machine provides it.
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+reproduce: $(STAMP)
+	$(BIN)/fgl reproduce $(PAPERS) --profile $(PROFILE)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests outputs/smoke --nbval-lax -p no:cacheprovider
+
+benchmark: $(STAMP)
+	$(BIN)/python benchmarks/simulation_overhead.py

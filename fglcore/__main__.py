@@ -1,0 +1,5 @@
+import sys
+
+from fglcore.cli import main
+
+sys.exit(main())

@@ -1,0 +1,100 @@
+"""The ``fgl`` command: run notebooks under a profile, reproduce papers, list datasets and algorithms.
+
+Exit status 2 means the request was rejected before anything ran (unknown
+parameter, wrong type, unknown name); the message says what is accepted.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from fglcore.config import ConfigError
+from fglcore.registry import UnknownNameError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fgl", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="execute one notebook under a profile")
+    run.add_argument("notebook", type=Path)
+    run.add_argument("--profile", default="quick", help="smoke | quick | full (default quick)")
+    run.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
+                     help="override a parameter (VALUE is YAML: 3, 0.5, true, [a, b])")
+    run.add_argument("--out", type=Path, default=None, help="output folder (default outputs/<profile>/<paper>/)")
+
+    rep = sub.add_parser("reproduce", help="run every notebook of the given papers (default: all)")
+    rep.add_argument("papers", nargs="*")
+    rep.add_argument("--profile", default="quick", help="smoke | quick | full (default quick)")
+
+    sub.add_parser("datasets", help="list datasets and whether they are present, in the mirror or missing")
+    sub.add_parser("algorithms", help="list registered algorithms")
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    from fglcore import notebooks
+
+    overrides = {key: notebooks.parse_override(value) for key, value in args.parameter}
+    target = notebooks.execute(args.notebook, args.profile, overrides, args.out)
+    print(f"wrote {target}")
+    return 0
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    from fglcore import compare, notebooks, paths
+
+    selected = args.papers or notebooks.papers()
+    jobs = [(paper, nb) for paper in selected for nb in notebooks.notebooks_of(paper)]
+    for _, nb in jobs:  # validate every parameter set before the first notebook runs
+        notebooks.prepare(nb, args.profile)
+    for paper, nb in jobs:
+        print(f"[{paper}] {nb.name} ({args.profile})", flush=True)
+        notebooks.execute(nb, args.profile)
+    summary = compare.build_summary(paths.outputs_root() / args.profile)
+    print(f"summary of {len(summary)} comparisons: {paths.outputs_root() / args.profile / 'summary.md'}")
+    return 0
+
+
+def _datasets(_: argparse.Namespace) -> int:
+    from fglcore.data.datasets import dataset_names, dataset_status
+
+    print(f"{'name':<16}{'task':<7}{'status':<9}{'size':>10}  path")
+    for name in dataset_names():
+        s = dataset_status(name)
+        size = f"{s.size_bytes / 2**20:.1f} MiB" if s.size_bytes else "-"
+        print(f"{s.name:<16}{s.task:<7}{s.status:<9}{size:>10}  {s.path}")
+    return 0
+
+
+def _algorithms(_: argparse.Namespace) -> int:
+    from fglcore.algorithms import ALGORITHMS
+
+    for name in ALGORITHMS.names():
+        cls = ALGORITHMS.get(name)
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        print(f"{name:<12}{'/'.join(cls.tasks):<12}{doc}")
+    return 0
+
+
+COMMANDS = {"run": _run, "reproduce": _reproduce, "datasets": _datasets, "algorithms": _algorithms}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (ConfigError, UnknownNameError) as err:
+        print(f"fgl: error: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # a notebook cell failed: papermill names the cell and keeps the partial notebook
+        if type(err).__name__ != "PapermillExecutionError":
+            raise
+        print(f"fgl: notebook failed: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""The tidy results schema and its resumable CSV store.
+
+Every number an experiment produces is one row with the columns
+:data:`RESULT_COLUMNS`, one row per (configuration, metric):
+
+==================  ====================================================================
+column              meaning
+==================  ====================================================================
+``paper``           paper id the run belongs to (``fedspray``, ``opfgl``, ...; may be ``""``)
+``table``           table (or figure) of that paper, e.g. ``"2"``; may be ``""``
+``dataset``         dataset name as registered in :mod:`fglcore.data.datasets`
+``partition``       partitioner name
+``num_clients``     number of clients
+``method``          algorithm name (``ExperimentConfig.algorithm``)
+``model``           backbone name (``gcn``, ``sgc``, ...)
+``setting``         free label of a variant within a table cell (``"E=5"``, ``"S=0"``; ``""`` if none)
+``metric``          see below
+``seed``            the run's seed
+``value``           the metric's value (unit below)
+``selected_round``  the round reported by the model-selection rule
+``config_id``       :func:`config_id` of the configuration that produced the row
+==================  ====================================================================
+
+Metrics, with the key of :attr:`fglcore.fl.engine.RunResult.metrics` they come from:
+
+* ``accuracy`` (``test_accuracy``), ``macro_f1`` (``test_macro_f1``),
+  ``minority_accuracy`` (``test_minority_accuracy``) and ``val_accuracy``
+  (``val_accuracy``) are in **percent** (0-100), as the papers report them;
+  :data:`PERCENT_METRICS` lists them.
+* ``upload_bytes`` (clients to server), ``download_bytes`` (server to clients)
+  and ``total_bytes`` (every message, peer-to-peer included) are raw byte
+  counts over the whole run, from the communication ledger -- not only up to
+  ``selected_round``.
+
+A metric the run did not produce (e.g. minority accuracy where no client has
+minority test nodes, so the value is NaN) gets no row.
+
+Mean and standard deviation over seeds (:func:`summarize`) use the population
+std (``ddof=0``, :data:`STD_DDOF`): it is what ``numpy.std`` -- and so most
+official FGL code, e.g. FedStruct's -- reports, and it is defined for a single
+seed (the smoke profile), where the sample std is not.
+
+:class:`ResultStore` keeps the rows of a sweep in one CSV file that is always
+either the old or the new complete file (atomic replace), so an interrupted
+sweep resumes from the configurations already stored.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from fglcore.config import ExperimentConfig
+    from fglcore.fl.engine import RunResult
+
+RESULT_COLUMNS = [
+    "paper",
+    "table",
+    "dataset",
+    "partition",
+    "num_clients",
+    "method",
+    "model",
+    "setting",
+    "metric",
+    "seed",
+    "value",
+    "selected_round",
+    "config_id",
+]
+LABEL_COLUMNS = ["paper", "table", "dataset", "partition", "num_clients", "method", "model", "setting"]
+"""Columns that name a table cell; with ``metric`` they identify what a row measures."""
+STRING_COLUMNS = ["paper", "table", "dataset", "partition", "method", "model", "setting", "metric", "config_id"]
+INTEGER_COLUMNS = ["num_clients", "seed", "selected_round"]
+
+METRIC_SOURCES = {
+    "accuracy": "test_accuracy",
+    "macro_f1": "test_macro_f1",
+    "minority_accuracy": "test_minority_accuracy",
+    "val_accuracy": "val_accuracy",
+}
+"""Reported metric -> key of ``RunResult.metrics`` it is read from."""
+PERCENT_METRICS = frozenset(METRIC_SOURCES)
+"""Metrics stored in percent; ``RunResult.metrics`` holds them as fractions."""
+COMMUNICATION_METRICS = {
+    "upload_bytes": {"sender": "clients", "receiver": "server"},
+    "download_bytes": {"sender": "server", "receiver": "clients"},
+    "total_bytes": {},
+}
+"""Communication metric -> filter of :meth:`fglcore.fl.channel.Ledger.total_bytes`."""
+
+STD_DDOF = 0
+"""Degrees of freedom of the std over seeds (population std); see the module docstring."""
+
+IGNORED_CONFIG_KEYS = frozenset({"progress", "device"})
+"""Configuration keys that do not change a run's numbers, left out of :func:`config_id`."""
+
+
+def _config_dict(config: ExperimentConfig | Mapping[str, Any]) -> dict[str, Any]:
+    from fglcore.config import ExperimentConfig
+
+    if isinstance(config, ExperimentConfig):
+        return config.to_dict()
+    if isinstance(config, Mapping):
+        return ExperimentConfig.from_dict(config).to_dict()
+    raise TypeError(f"expected an ExperimentConfig or a mapping, got {type(config).__name__}")
+
+
+def config_id(config: ExperimentConfig | Mapping[str, Any]) -> str:
+    """A short, stable hash of every setting that can change the results.
+
+    The hash covers all fields of the (validated) configuration, defaults
+    included, except :data:`IGNORED_CONFIG_KEYS`. A changed default therefore
+    changes the id, so stored results are never mistaken for runs of the new
+    default.
+    """
+    values = {k: v for k, v in _config_dict(config).items() if k not in IGNORED_CONFIG_KEYS}
+    text = json.dumps(values, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def rows_from_result(config: ExperimentConfig, result: RunResult) -> list[dict[str, Any]]:
+    """The tidy rows (:data:`RESULT_COLUMNS`) of one finished run."""
+    labels = {
+        "paper": config.paper,
+        "table": config.table,
+        "dataset": config.dataset,
+        "partition": config.partition,
+        "num_clients": config.num_clients,
+        "method": config.algorithm,
+        "model": config.model,
+        "setting": config.setting,
+    }
+    common = {"seed": config.seed, "selected_round": int(result.selected_round), "config_id": config_id(config)}
+    values: dict[str, float] = {}
+    for metric, source in METRIC_SOURCES.items():
+        value = result.metrics.get(source)
+        if value is not None and not math.isnan(value):
+            values[metric] = 100.0 * float(value)
+    for metric, selector in COMMUNICATION_METRICS.items():
+        values[metric] = float(result.ledger.total_bytes(**selector))
+    return [{**labels, "metric": metric, "value": value, **common} for metric, value in values.items()]
+
+
+def empty_results() -> pd.DataFrame:
+    """A results frame with no rows and the schema's columns."""
+    return _typed(pd.DataFrame({c: pd.Series(dtype=object) for c in RESULT_COLUMNS}))
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame.copy()
+    for column in STRING_COLUMNS:
+        frame[column] = frame[column].fillna("").astype(str)
+    for column in INTEGER_COLUMNS:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("Int64")
+    frame["value"] = pd.to_numeric(frame["value"], errors="coerce").astype(float)
+    return frame[RESULT_COLUMNS]
+
+
+def check_rows(rows: Sequence[Mapping[str, Any]]) -> None:
+    """Raise ``ValueError`` unless every row has exactly the columns :data:`RESULT_COLUMNS`."""
+    expected = set(RESULT_COLUMNS)
+    for i, row in enumerate(rows):
+        keys = set(row)
+        if keys != expected:
+            missing, extra = sorted(expected - keys), sorted(keys - expected)
+            raise ValueError(
+                f"result row {i} does not follow the results schema: missing {missing}, unexpected {extra}; "
+                f"expected columns: {', '.join(RESULT_COLUMNS)}"
+            )
+
+
+class ResultStore:
+    """The rows of a sweep in one CSV file, written atomically.
+
+    :meth:`append` rewrites the whole file through a temporary file in the
+    same folder and :func:`os.replace`, so a crash or an interruption leaves
+    either the previous complete file or the new one, never half a file.
+    Rows of a ``config_id`` that is already stored **replace** the stored rows
+    of that id (the newest run wins), so a configuration never has rows twice.
+    The store assumes one writer at a time.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+
+    def read(self) -> pd.DataFrame:
+        """All stored rows (an empty frame with :data:`RESULT_COLUMNS` if the file does not exist)."""
+        if not self.path.exists():
+            return empty_results()
+        frame = pd.read_csv(self.path, dtype=str, keep_default_na=False)
+        if list(frame.columns) != RESULT_COLUMNS:
+            raise ValueError(
+                f"{self.path} does not follow the results schema: its columns are {list(frame.columns)}, "
+                f"expected {RESULT_COLUMNS}; move it aside or point the store to another file"
+            )
+        return _typed(frame)
+
+    def done_ids(self) -> set[str]:
+        """The ``config_id`` of every configuration with stored rows."""
+        return set(self.read()["config_id"])
+
+    def append(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Add ``rows``, replacing stored rows of the same ``config_id``s, and write the file atomically."""
+        rows = list(rows)
+        check_rows(rows)
+        if not rows:
+            return
+        stored = self.read()
+        new = _typed(pd.DataFrame(rows, columns=RESULT_COLUMNS))
+        kept = stored[~stored["config_id"].isin(set(new["config_id"]))]
+        combined = new if kept.empty else pd.concat([kept, new], ignore_index=True)
+        self._write(combined)
+
+    def _write(self, frame: pd.DataFrame) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = tempfile.NamedTemporaryFile(
+            "w", dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp", delete=False, newline=""
+        )
+        try:
+            with handle:
+                frame.to_csv(handle, index=False, lineterminator="\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(handle.name, self.path)
+        except BaseException:
+            Path(handle.name).unlink(missing_ok=True)
+            raise
+
+
+def summarize(results: pd.DataFrame, by: Sequence[str] | None = None) -> pd.DataFrame:
+    """Mean ± std of ``value`` over seeds, one row per group.
+
+    ``by`` defaults to :data:`LABEL_COLUMNS` plus ``metric``. The result has
+    the ``by`` columns, then ``mean``, ``std`` (population std,
+    :data:`STD_DDOF`) and ``n_seeds``. Groups keep the order in which they
+    first appear.
+    """
+    by = list(LABEL_COLUMNS) + ["metric"] if by is None else list(by)
+    unknown = [c for c in by if c not in results.columns]
+    if unknown:
+        raise ValueError(f"summarize: unknown column(s) {unknown}; accepted: {', '.join(results.columns)}")
+    if results.empty:
+        return pd.DataFrame({**{c: pd.Series(dtype=object) for c in by}, "mean": [], "std": [], "n_seeds": []})
+    grouped = results.groupby(by, sort=False, dropna=False)
+    summary = grouped["value"].agg(mean="mean", std=lambda v: v.std(ddof=STD_DDOF)).reset_index()
+    summary["n_seeds"] = grouped["seed"].nunique().to_numpy()
+    return summary

@@ -1,0 +1,80 @@
+"""The fgl command: parameter validation fails fast with exit status 2 and a clear message."""
+import pytest
+
+from fglcore import notebooks
+from fglcore.cli import main
+from fglcore.config import ConfigError
+from fglcore.paths import notebooks_root
+
+TOUR = notebooks_root() / "tour" / "fgl_basics.ipynb"
+
+
+def run_cli(capsys, *argv):
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out + captured.err
+
+
+def test_unknown_parameter_exits_2_with_suggestion(capsys):
+    status, text = run_cli(capsys, "run", str(TOUR), "--profile", "smoke", "-p", "num_clientz", "3")
+    assert status == 2
+    assert "num_clientz" in text and "did you mean 'num_clients'" in text
+
+
+def test_wrong_type_exits_2(capsys):
+    status, text = run_cli(capsys, "run", str(TOUR), "--profile", "smoke", "-p", "rounds", "many")
+    assert status == 2
+    assert "rounds" in text and "int" in text
+
+
+def test_invalid_choice_names_accepted_values(capsys):
+    status, text = run_cli(capsys, "run", str(TOUR), "--profile", "smoke", "-p", "dataset", "Corra")
+    assert status == 2
+    assert "Corra" in text and "Cora" in text and "accepted" in text
+
+
+def test_invalid_list_member_and_range(capsys):
+    status, text = run_cli(capsys, "run", str(TOUR), "-p", "methods", "[fedavg, fedavgg]")
+    assert status == 2 and "fedavgg" in text
+    status, text = run_cli(capsys, "run", str(TOUR), "-p", "num_clients", "0")
+    assert status == 2 and "num_clients" in text and ">= 1" in text
+
+
+def test_unknown_profile_and_paper(capsys):
+    status, text = run_cli(capsys, "run", str(TOUR), "--profile", "huge")
+    assert status == 2 and "smoke, quick, full" in text
+    status, text = run_cli(capsys, "reproduce", "nopaper", "--profile", "smoke")
+    assert status == 2 and "tour" in text
+
+
+def test_profiles_of_every_notebook_are_valid():
+    for paper in notebooks.papers():
+        for nb in notebooks.notebooks_of(paper):
+            for profile in notebooks.PROFILES:
+                params, _ = notebooks.prepare(nb, profile)
+                assert params["profile"] == profile
+
+
+def test_parameters_cell_is_literal_with_comments():
+    for paper in notebooks.papers():
+        for nb in notebooks.notebooks_of(paper):
+            declared = notebooks.read_parameters(nb)
+            assert {"profile", "output_dir"} <= set(declared)
+            assert all(p.comment for p in declared.values()), f"{nb}: every parameter needs a comment"
+
+
+def test_parse_override_types():
+    assert notebooks.parse_override("3") == 3
+    assert notebooks.parse_override("0.5") == 0.5
+    assert notebooks.parse_override("[Cora, CiteSeer]") == ["Cora", "CiteSeer"]
+    with pytest.raises(ConfigError):
+        notebooks.validate_parameters(TOUR, {"seeds": 3})
+
+
+def test_listing_commands(capsys):
+    status, text = run_cli(capsys, "algorithms")
+    assert status == 0 and "fedavg" in text and "central" in text
+    status, text = run_cli(capsys, "datasets")
+    assert status == 0
+    assert any(line.startswith("Cora") for line in text.splitlines())
+    assert "missing" in text  # PubMed is not in the offline mirror
