@@ -6,6 +6,9 @@ Environment variables:
 * ``FGL_DATA_MIRROR``: an offline folder in PyG's raw layout (e.g.
   ``../shared/data``) from which missing raw files are copied.
 * ``FGL_OUTPUT_ROOT``: where ``outputs/`` is written (default ``<repo>/outputs``).
+* ``FGL_VERIFY_CHECKSUMS=0``: skip the sha256 check of raw files (:mod:`fglcore.data.datasets`).
+* ``FGL_DOWNLOAD_TIMEOUT``: seconds PyG's downloads may wait on a connection (default 15).
+* ``FGL_THREADS``: torch threads (:func:`fglcore.runtime.set_threads`).
 """
 from __future__ import annotations
 

@@ -146,7 +146,8 @@ def rows_from_result(config: ExperimentConfig, result: RunResult) -> list[dict[s
             values[metric] = 100.0 * float(value)
     for metric, selector in COMMUNICATION_METRICS.items():
         values[metric] = float(result.ledger.total_bytes(**selector))
-    return [{**labels, "metric": metric, "value": value, **common} for metric, value in values.items()]
+    rows = [{**labels, "metric": metric, "value": value, **common} for metric, value in values.items()]
+    return [{column: row[column] for column in RESULT_COLUMNS} for row in rows]
 
 
 def empty_results() -> pd.DataFrame:
@@ -220,19 +221,29 @@ class ResultStore:
         self._write(combined)
 
     def _write(self, frame: pd.DataFrame) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = tempfile.NamedTemporaryFile(
-            "w", dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp", delete=False, newline=""
-        )
-        try:
-            with handle:
-                frame.to_csv(handle, index=False, lineterminator="\n")
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(handle.name, self.path)
-        except BaseException:
-            Path(handle.name).unlink(missing_ok=True)
-            raise
+        write_csv_atomic(frame, self.path)
+
+
+def write_csv_atomic(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+    """Write ``frame`` to ``path`` as CSV through a temporary file in the same folder and :func:`os.replace`.
+
+    Readers see the old file or the new one, never a partial write; on any
+    error the temporary file is removed and the old file is left as it was.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(
+        "w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False, newline="", encoding="utf-8"
+    )
+    try:
+        with handle:
+            frame.to_csv(handle, index=False, lineterminator="\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
 
 
 def summarize(results: pd.DataFrame, by: Sequence[str] | None = None) -> pd.DataFrame:

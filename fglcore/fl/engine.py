@@ -27,6 +27,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from fglcore.fl.channel import Channel, Ledger
+from fglcore.fl.parameters import weighted_mean
 from fglcore.fl.secure import SecureAggregator
 from fglcore.metrics import Prediction, summarize_predictions
 
@@ -70,12 +71,8 @@ class Server:
 
     def aggregate(self, updates: Mapping[int, Payload], weights: Mapping[int, float], round: int) -> None:
         """Combine uploaded updates. The default is the weighted mean (FedAvg, McMahan et al. 2017, Alg. 1)."""
-        total = float(sum(weights.values()))
-        keys = next(iter(updates.values())).keys()
-        mean = {
-            k: sum(updates[c][k].double() * (weights[c] / total) for c in updates).to(updates[next(iter(updates))][k].dtype)
-            for k in keys
-        }
+        order = list(updates)
+        mean = weighted_mean([updates[c] for c in order], [weights[c] for c in order])
         self.apply_mean(mean, round)
 
     def apply_mean(self, mean: Payload, round: int) -> None:

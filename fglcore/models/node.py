@@ -111,7 +111,8 @@ class GCN(StackedGNN):
         cached: bool = False,
         input_dropout: bool = False,
     ):
-        convs = [GCNConv(i, o, cached=cached) for i, o in layer_widths(in_channels, hidden_channels, out_channels, num_layers)]
+        widths = layer_widths(in_channels, hidden_channels, out_channels, num_layers)
+        convs = [GCNConv(i, o, cached=cached) for i, o in widths]
         super().__init__(convs, dropout, input_dropout, cached)
 
 
@@ -158,7 +159,8 @@ class GraphSAGE(StackedGNN):
         aggr: str = "mean",
         input_dropout: bool = False,
     ):
-        convs = [SAGEConv(i, o, aggr=aggr) for i, o in layer_widths(in_channels, hidden_channels, out_channels, num_layers)]
+        widths = layer_widths(in_channels, hidden_channels, out_channels, num_layers)
+        convs = [SAGEConv(i, o, aggr=aggr) for i, o in widths]
         super().__init__(convs, dropout, input_dropout)
 
 

@@ -1,0 +1,654 @@
+"""The dataset registry: benchmark graphs by the names the papers print.
+
+Every dataset is loaded through PyTorch Geometric's own class (``Planetoid``,
+``WikipediaNetwork``, ``TUDataset``, ``Amazon``, ``Coauthor``, ``WikiCS``,
+``Flickr``, ``HeterophilousGraphDataset``) under the data root
+:func:`fglcore.paths.data_root` (``FGL_DATA``), in PyG's folder layout.
+Loading a dataset is two steps:
+
+1. :func:`ensure_raw` makes its raw files present under the data root. Files
+   already there are used as they are. Missing files are copied from the
+   offline mirror :func:`fglcore.paths.mirror_root` (``FGL_DATA_MIRROR``, a
+   folder in the same layout) when it holds every one of them; otherwise PyG
+   downloads them, with short connect/read timeouts (``FGL_DOWNLOAD_TIMEOUT``
+   seconds, default 15) so that a machine without internet fails in seconds. Raw files with a known sha256
+   (``checksums.json``) are verified once after they change; a marker in the
+   raw folder records the verification. ``FGL_VERIFY_CHECKSUMS=0`` skips it.
+2. The PyG class reads the raw files and writes ``processed/`` beside
+   ``raw/`` under the data root (never into the mirror).
+
+A dataset that is neither present, nor in the mirror, nor downloadable raises
+:class:`DatasetUnavailableError`, which names the missing files and the folder
+to put them in.
+
+Graph classification follows FedStar (Tan et al., AAAI 2023) and its official
+code (``prepareData_multiDS``): one TU dataset per client, node labels as
+one-hot features, ``OneHotDegree(max_degree)`` features for the social
+datasets that have none (COLLAB 491, IMDB-BINARY 135, IMDB-MULTI 88) and the
+2-d node coordinates of the Letter datasets (``use_node_attr=True``). Its four
+settings are registered as groups: ``chem``, ``biochem``, ``biochemsn`` and
+``biosncv``.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import shutil
+import socket
+import uuid
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import torch
+from torch_geometric.data import Data, InMemoryDataset
+
+from fglcore.paths import data_root, mirror_root
+from fglcore.registry import Registry
+
+TASKS = ("node", "graph")
+PLANETOID_SPLITS = ("public", "full")
+STATUSES = ("present", "mirror", "missing")
+
+CHECKSUMS_FILE = Path(__file__).with_name("checksums.json")
+VERIFIED_MARKER = ".fglcore_sha256_verified.json"
+INCOMPLETE_FOLDER = "_incomplete"
+DEFAULT_DOWNLOAD_TIMEOUT_S = 15.0
+
+# Rebuilt mirror files whose bytes are confirmed identical to the original
+# (git blob id equal to the source repository's; mirror README, note 1).
+# Other rebuilt files (DD_A.txt, note 2) have no trusted sum.
+CONFIRMED_REBUILDS = frozenset({"WikipediaNetwork/chameleon/geom_gcn/raw/out1_node_feature_label.txt"})
+
+
+class DatasetUnavailableError(FileNotFoundError):
+    """A dataset's raw files are neither present, nor in the mirror, nor downloadable."""
+
+    def __init__(self, message: str, *, name: str, missing_files: list[str], raw_dir: Path,
+                 mirror_dir: Path | None = None):
+        super().__init__(message)
+        self.name = name
+        self.missing_files = missing_files
+        self.raw_dir = raw_dir
+        self.mirror_dir = mirror_dir
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class ChecksumMismatchError(RuntimeError):
+    """A raw file's sha256 differs from the recorded one."""
+
+    def __init__(self, message: str, *, mismatches: list[tuple[Path, str, str]]):
+        super().__init__(message)
+        self.mismatches = mismatches  # (path, expected, actual) per bad file
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """How to obtain and load one registered dataset (or one group of TU datasets).
+
+    ``raw_dir`` is relative to the data root and to the mirror, in PyG's
+    layout; ``raw_files`` are the files PyG reads there. A group has
+    ``members`` (one TU dataset per client), ``raw_dir="TUDataset"`` and no
+    raw files of its own.
+    """
+
+    name: str
+    task: str
+    raw_dir: str
+    raw_files: tuple[str, ...]
+    members: tuple[str, ...] = ()
+    description: str = ""
+    pyg_class: str = ""
+    use_node_attr: bool = False
+    degree_features: int | None = None  # OneHotDegree(max_degree) for TU data without node features
+    builder: Callable[..., InMemoryDataset] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def is_group(self) -> bool:
+        return bool(self.members)
+
+
+@dataclass(frozen=True)
+class DatasetStatus:
+    """Where a dataset's raw files are.
+
+    ``status`` is ``"present"`` (all raw files under the data root),
+    ``"mirror"`` (the mirror can supply the missing ones) or ``"missing"``.
+    ``path`` is the mirror's raw folder for ``"mirror"``, else the data
+    root's raw folder (where missing files belong). ``size_bytes`` is the
+    size the raw folder has (``"present"``/``"missing"``) or will have after
+    copying (``"mirror"``).
+    """
+
+    name: str
+    task: str
+    status: str
+    size_bytes: int
+    path: Path
+
+
+DATASETS: Registry[DatasetSpec] = Registry("dataset")
+
+
+# --------------------------------------------------------------------------- registration
+
+
+def _register(spec: DatasetSpec) -> None:
+    if spec.task not in TASKS:
+        raise ValueError(f"dataset {spec.name!r}: task must be one of {TASKS}, got {spec.task!r}")
+    DATASETS.register(spec.name, spec)
+
+
+def _planetoid(name: str, description: str) -> None:
+    def build(root: Path, split: str = "public") -> InMemoryDataset:
+        from torch_geometric.datasets import Planetoid
+
+        return Planetoid(str(root / "Planetoid"), name, split=split)
+
+    parts = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
+    files = tuple(f"ind.{name.lower()}.{part}" for part in parts)
+    _register(DatasetSpec(name, "node", f"Planetoid/{name}/raw", files, description=description,
+                          pyg_class="Planetoid", builder=build))
+
+
+def _wikipedia_network(name: str, pyg_name: str, description: str) -> None:
+    def build(root: Path) -> InMemoryDataset:
+        from torch_geometric.datasets import WikipediaNetwork
+
+        return WikipediaNetwork(str(root / "WikipediaNetwork"), pyg_name, geom_gcn_preprocess=True)
+
+    files = ("out1_node_feature_label.txt", "out1_graph_edges.txt") + tuple(
+        f"{pyg_name}_split_0.6_0.2_{i}.npz" for i in range(10))
+    _register(DatasetSpec(name, "node", f"WikipediaNetwork/{pyg_name}/geom_gcn/raw", files,
+                          description=description, pyg_class="WikipediaNetwork", builder=build))
+
+
+def _amazon(name: str, description: str) -> None:
+    def build(root: Path) -> InMemoryDataset:
+        from torch_geometric.datasets import Amazon
+
+        return Amazon(str(root / "Amazon"), name)
+
+    _register(DatasetSpec(name, "node", f"Amazon/{name}/raw", (f"amazon_electronics_{name.lower()}.npz",),
+                          description=description, pyg_class="Amazon", builder=build))
+
+
+def _coauthor(name: str, description: str) -> None:
+    def build(root: Path) -> InMemoryDataset:
+        from torch_geometric.datasets import Coauthor
+
+        return Coauthor(str(root / "Coauthor"), name)
+
+    _register(DatasetSpec(name, "node", f"Coauthor/{name}/raw", (f"ms_academic_{name[:3].lower()}.npz",),
+                          description=description, pyg_class="Coauthor", builder=build))
+
+
+def _heterophilous(name: str, description: str) -> None:
+    pyg_name = name.lower().replace("-", "_")
+
+    def build(root: Path) -> InMemoryDataset:
+        from torch_geometric.datasets import HeterophilousGraphDataset
+
+        return HeterophilousGraphDataset(str(root / "HeterophilousGraphDataset"), pyg_name)
+
+    _register(DatasetSpec(name, "node", f"HeterophilousGraphDataset/{pyg_name}/raw", (f"{pyg_name}.npz",),
+                          description=description, pyg_class="HeterophilousGraphDataset", builder=build))
+
+
+def _wikics() -> None:
+    def build(root: Path) -> InMemoryDataset:
+        from torch_geometric.datasets import WikiCS
+
+        return WikiCS(str(root / "WikiCS"), is_undirected=True)
+
+    _register(DatasetSpec("WikiCS", "node", "WikiCS/raw", ("data.json",), pyg_class="WikiCS", builder=build,
+                          description="Wikipedia computer-science articles (Mernyei & Cangea 2020), 10 classes"))
+
+
+def _flickr() -> None:
+    def build(root: Path) -> InMemoryDataset:
+        from torch_geometric.datasets import Flickr
+
+        return Flickr(str(root / "Flickr"))
+
+    _register(DatasetSpec("Flickr", "node", "Flickr/raw", ("adj_full.npz", "feats.npy", "class_map.json", "role.json"),
+                          pyg_class="Flickr", builder=build,
+                          description="Flickr image graph from GraphSAINT (Zeng et al. 2020), 7 classes"))
+
+
+def _tu(name: str, parts: tuple[str, ...], description: str, *, use_node_attr: bool = False,
+        degree_features: int | None = None) -> None:
+    def build(root: Path, force_reload: bool = False) -> InMemoryDataset:
+        from torch_geometric.datasets import TUDataset
+        from torch_geometric.transforms import OneHotDegree
+
+        # FedStar's code applies OneHotDegree(max_degree, cat=False) as a pre_transform.
+        pre_transform = OneHotDegree(degree_features, cat=False) if degree_features is not None else None
+        return TUDataset(str(root / "TUDataset"), name, use_node_attr=use_node_attr,
+                         pre_transform=pre_transform, force_reload=force_reload)
+
+    files = tuple(f"{name}_{part}.txt" for part in parts)
+    _register(DatasetSpec(name, "graph", f"TUDataset/{name}/raw", files, description=description,
+                          pyg_class="TUDataset", use_node_attr=use_node_attr,
+                          degree_features=degree_features, builder=build))
+
+
+def _group(name: str, members: tuple[str, ...], description: str) -> None:
+    for member in members:
+        DATASETS.get(member)  # members are registered first
+    _register(DatasetSpec(name, "graph", "TUDataset", (), members=members, description=description))
+
+
+_planetoid("Cora", "Planetoid citation graph (Yang et al. 2016): 2708 nodes, 1433 features, 7 classes")
+_planetoid("CiteSeer", "Planetoid citation graph (Yang et al. 2016): 3327 nodes, 3703 features, 6 classes")
+_planetoid("PubMed", "Planetoid citation graph (Yang et al. 2016): 19717 nodes, 500 features, 3 classes")
+_wikipedia_network("Chameleon", "chameleon", "Wikipedia page graph, Geom-GCN preprocessing (Pei et al. 2020): "
+                   "2277 nodes, 5 classes, 10 splits 60/20/20")
+_wikipedia_network("Squirrel", "squirrel", "Wikipedia page graph, Geom-GCN preprocessing (Pei et al. 2020): "
+                   "5201 nodes, 5 classes, 10 splits 60/20/20")
+_amazon("Computers", "Amazon co-purchase graph (Shchur et al. 2018): 13752 nodes, 10 classes")
+_amazon("Photo", "Amazon co-purchase graph (Shchur et al. 2018): 7650 nodes, 8 classes")
+_coauthor("CS", "Microsoft Academic co-authorship graph (Shchur et al. 2018): 18333 nodes, 15 classes")
+_coauthor("Physics", "Microsoft Academic co-authorship graph (Shchur et al. 2018): 34493 nodes, 5 classes")
+_wikics()
+_flickr()
+_heterophilous("Amazon-ratings", "heterophilous product graph (Platonov et al. 2023): 24492 nodes, 5 classes")
+_heterophilous("Roman-empire", "heterophilous word graph (Platonov et al. 2023): 22662 nodes, 18 classes")
+
+_A_GI_GL = ("A", "graph_indicator", "graph_labels")
+_tu("MUTAG", _A_GI_GL + ("node_labels", "edge_labels"), "TU molecules: 188 graphs, 2 classes")
+_tu("BZR", _A_GI_GL + ("node_labels", "node_attributes"), "TU molecules: 405 graphs, 2 classes")
+_tu("COX2", _A_GI_GL + ("node_labels", "node_attributes"), "TU molecules: 467 graphs, 2 classes")
+_tu("DHFR", _A_GI_GL + ("node_labels", "node_attributes"), "TU molecules: 756 graphs, 2 classes")
+_tu("PTC_MR", _A_GI_GL + ("node_labels", "edge_labels"), "TU molecules: 344 graphs, 2 classes")
+_tu("AIDS", _A_GI_GL + ("node_labels", "node_attributes", "edge_labels"), "TU molecules: 2000 graphs, 2 classes")
+_tu("NCI1", _A_GI_GL + ("node_labels",), "TU molecules: 4110 graphs, 2 classes")
+_tu("ENZYMES", _A_GI_GL + ("node_labels", "node_attributes"), "TU bioinformatics: 600 graphs, 6 classes")
+_tu("DD", _A_GI_GL + ("node_labels",), "TU bioinformatics: 1178 graphs, 2 classes")
+_tu("PROTEINS", _A_GI_GL + ("node_labels", "node_attributes"), "TU bioinformatics: 1113 graphs, 2 classes")
+_tu("COLLAB", _A_GI_GL, "TU social: 5000 graphs, 3 classes; one-hot degree features (max 491)",
+    degree_features=491)
+_tu("IMDB-BINARY", _A_GI_GL, "TU social: 1000 graphs, 2 classes; one-hot degree features (max 135)",
+    degree_features=135)
+_tu("IMDB-MULTI", _A_GI_GL, "TU social: 1500 graphs, 3 classes; one-hot degree features (max 88)",
+    degree_features=88)
+for _level in ("low", "med", "high"):
+    _tu(f"Letter-{_level}", _A_GI_GL + ("node_attributes",),
+        f"TU computer vision: 2250 graphs, 15 classes; 2-d node coordinates ({_level} distortion)",
+        use_node_attr=True)
+
+_CHEM = ("MUTAG", "BZR", "COX2", "DHFR", "PTC_MR", "AIDS", "NCI1")
+_BIO = ("ENZYMES", "DD", "PROTEINS")
+_SN = ("COLLAB", "IMDB-BINARY", "IMDB-MULTI")
+_CV = ("Letter-high", "Letter-low", "Letter-med")
+_group("chem", _CHEM, "FedStar CHEM: 7 molecule datasets, one client each")
+_group("biochem", _CHEM + _BIO, "FedStar BIO-CHEM: CHEM + 3 bioinformatics datasets, 10 clients")
+_group("biochemsn", _CHEM + _BIO + _SN, "FedStar BIO-CHEM-SN: BIO-CHEM + 3 social datasets, 13 clients")
+_group("biosncv", _BIO + _SN + _CV, "FedStar BIO-SN-CV: 3 bio + 3 social + 3 Letter datasets, 9 clients")
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def dataset_names(task: str | None = None) -> list[str]:
+    """Registered names, optionally only those of one task (``"node"`` or ``"graph"``, groups included)."""
+    if task is not None and task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS} or None, got {task!r}")
+    return [name for name in DATASETS.names() if task is None or DATASETS.get(name).task == task]
+
+
+def group_members(name: str) -> list[str]:
+    """The TU datasets of a FedStar group (one per client), or ``[name]`` for a single graph dataset."""
+    spec = DATASETS.get(name)
+    if spec.task != "graph":
+        raise ValueError(f"{name!r} is a node-classification dataset; group_members takes a graph dataset "
+                         f"or group: {', '.join(dataset_names('graph'))}")
+    return list(spec.members) if spec.is_group else [name]
+
+
+def load_node_data(name: str, *, planetoid_split: str = "public") -> Data:
+    """The single graph of a node-classification dataset, undirected.
+
+    ``num_classes`` and ``name`` are set on the returned ``Data``. Planetoid
+    datasets keep PyG's masks for ``planetoid_split`` (``"public"``: 20 per
+    class / 500 / 1000; ``"full"``: every other node trains). Chameleon and
+    Squirrel use ``WikipediaNetwork(geom_gcn_preprocess=True)``, whose
+    directed edges are symmetrised here (self-loops kept) and whose masks
+    are ``[num_nodes, 10]`` (Geom-GCN's ten 60/20/20 splits).
+    """
+    spec = _spec_for_task(name, "node", "load_node_data")
+    if planetoid_split not in PLANETOID_SPLITS:
+        raise ValueError(f"planetoid_split must be one of {PLANETOID_SPLITS}, got {planetoid_split!r}")
+    options: dict[str, Any] = {}
+    if spec.pyg_class == "Planetoid":
+        options["split"] = planetoid_split
+    elif planetoid_split != "public":
+        raise ValueError(f"planetoid_split applies only to Planetoid datasets (Cora, CiteSeer, PubMed), "
+                         f"not to {name!r}")
+    ensure_raw(name)
+    dataset = spec.builder(data_root(), **options)
+    data = dataset[0]
+    if not data.is_undirected():
+        from torch_geometric.transforms import ToUndirected
+
+        data = ToUndirected()(data)
+    data.num_classes = int(dataset.num_classes)
+    data.name = spec.name
+    return data
+
+
+def load_graph_dataset(name: str) -> InMemoryDataset:
+    """One TU dataset with node features ``x`` on every graph.
+
+    Features follow FedStar's code: one-hot node labels (``use_node_attr=False``),
+    ``OneHotDegree`` for the social datasets, 2-d coordinates for Letter-*.
+    For a group, load each of :func:`group_members`.
+    """
+    spec = _spec_for_task(name, "graph", "load_graph_dataset")
+    if spec.is_group:
+        raise ValueError(f"{name!r} is a group of TU datasets; load each of group_members({name!r}) = "
+                         f"{list(spec.members)} instead")
+    ensure_raw(name)
+    dataset = spec.builder(data_root())
+    if dataset._data.x is None and spec.degree_features is not None:
+        # processed/ was written without the degree pre_transform (e.g. by a bare TUDataset call).
+        dataset = spec.builder(data_root(), force_reload=True)
+    if dataset._data.x is None:
+        raise RuntimeError(f"TU dataset {name!r} has no node features and no degree features are configured")
+    return dataset
+
+
+def ensure_raw(name: str) -> Path:
+    """Make the raw files of ``name`` present under the data root and return its raw folder.
+
+    Order: files already there; else a copy of the missing files from the
+    mirror (``<mirror>/<raw_dir>/``, never ``<mirror>/_incomplete/``); else
+    PyG's download. Known sha256 sums are then verified (once per change).
+    For a group, every member is ensured and the ``TUDataset`` folder returned.
+    """
+    spec = DATASETS.get(name)
+    if spec.is_group:
+        for member in spec.members:
+            ensure_raw(member)
+        return data_root() / spec.raw_dir
+
+    raw = data_root() / spec.raw_dir
+    missing = _missing_files(raw, spec.raw_files)
+    written: list[Path] = []
+    source = "already in the data root"
+    if missing:
+        _drop_processed(spec)  # processed/ must be rebuilt from the raw files about to be written
+        mirror_dir = _mirror_dir(spec)
+        if mirror_dir is not None and not _missing_files(mirror_dir, missing):
+            written = _copy_files(mirror_dir, raw, missing)
+            source = f"copied from the mirror {mirror_dir}"
+        else:
+            written = _download(spec, raw, missing, mirror_dir)
+            source = "downloaded by PyG"
+    if checksums_enabled():
+        # The known sums are those of the mirror's copies; an official download may be
+        # re-packed upstream (TU zips), so there a mismatch warns instead of failing.
+        _verify(spec, raw, written, source, strict=source != "downloaded by PyG")
+    return raw
+
+
+def dataset_status(name: str) -> DatasetStatus:
+    """Whether ``name`` is present, can be copied from the mirror, or is missing (nothing is copied)."""
+    spec = DATASETS.get(name)
+    if spec.is_group:
+        statuses = [dataset_status(member) for member in spec.members]
+        worst = max(STATUSES.index(s.status) for s in statuses)
+        return DatasetStatus(name, spec.task, STATUSES[worst], sum(s.size_bytes for s in statuses),
+                             data_root() / spec.raw_dir)
+    raw = data_root() / spec.raw_dir
+    missing = _missing_files(raw, spec.raw_files)
+    present_bytes = sum((raw / f).stat().st_size for f in spec.raw_files if f not in missing)
+    if not missing:
+        return DatasetStatus(name, spec.task, "present", present_bytes, raw)
+    mirror_dir = _mirror_dir(spec)
+    if mirror_dir is not None and not _missing_files(mirror_dir, missing):
+        mirror_bytes = sum((mirror_dir / f).stat().st_size for f in missing)
+        return DatasetStatus(name, spec.task, "mirror", present_bytes + mirror_bytes, mirror_dir)
+    return DatasetStatus(name, spec.task, "missing", present_bytes, raw)
+
+
+def data_checksum(data: Data) -> str:
+    """A stable sha256 (hex) of a graph: ``num_nodes``, ``edge_index``, ``y`` and ``x`` (when set).
+
+    Dtypes and shapes are hashed with the bytes, so equal digests mean equal
+    tensors. Used in cache keys (partitions, structure encodings).
+    """
+    digest = hashlib.sha256(f"num_nodes={data.num_nodes}".encode())
+    for key in ("edge_index", "y", "x"):
+        value = getattr(data, key, None)
+        if value is None:
+            continue
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"data.{key} must be a tensor to be checksummed, got {type(value).__name__}")
+        tensor = value.detach().cpu()
+        if tensor.layout != torch.strided:
+            tensor = tensor.to_dense()
+        digest.update(f";{key}:{str(tensor.dtype)}:{tuple(tensor.shape)};".encode())
+        digest.update(memoryview(tensor.contiguous().reshape(-1).view(torch.uint8).numpy()))
+    return digest.hexdigest()
+
+
+def checksums_enabled() -> bool:
+    """False when ``FGL_VERIFY_CHECKSUMS`` is ``0``/``false``/``no``/``off``."""
+    return os.environ.get("FGL_VERIFY_CHECKSUMS", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+@functools.lru_cache(maxsize=1)
+def known_checksums() -> dict[str, str]:
+    """``{"<raw_dir>/<file>": sha256}`` from ``checksums.json``."""
+    return json.loads(CHECKSUMS_FILE.read_text())
+
+
+def checksums_from_provenance(provenance_tsv: str | os.PathLike) -> dict[str, str]:
+    """Build ``checksums.json`` from the mirror's ``PROVENANCE.tsv``.
+
+    Keeps files whose bytes are the original ones: rebuilt files only when
+    confirmed identical (:data:`CONFIRMED_REBUILDS`). Files under
+    ``_incomplete/`` are keyed by their place in PyG's layout, so a complete
+    copy obtained elsewhere is checked too.
+    """
+    sums: dict[str, str] = {}
+    lines = Path(provenance_tsv).read_text().splitlines()
+    header = lines[0].split("\t")
+    for line in lines[1:]:
+        if not line.strip():
+            continue
+        row = dict(zip(header, line.split("\t")))
+        path = row["file"].removeprefix(f"{INCOMPLETE_FOLDER}/")
+        if "RECONSTRUCTED" in row["source_path"] and path not in CONFIRMED_REBUILDS:
+            continue
+        sums[path] = row["sha256"]
+    return dict(sorted(sums.items()))
+
+
+# --------------------------------------------------------------------------- raw files
+
+
+def _spec_for_task(name: str, task: str, caller: str) -> DatasetSpec:
+    spec = DATASETS.get(name)
+    if spec.task != task:
+        raise ValueError(f"{caller} takes a {task}-level dataset: {', '.join(dataset_names(task))}; "
+                         f"{name!r} is {spec.task}-level")
+    return spec
+
+
+def _missing_files(folder: Path, files: tuple[str, ...] | list[str]) -> list[str]:
+    return [f for f in files if not (folder / f).is_file()]
+
+
+def _mirror_dir(spec: DatasetSpec) -> Path | None:
+    mirror = mirror_root()
+    return None if mirror is None else mirror / spec.raw_dir
+
+
+def _copy_files(source: Path, target: Path, files: list[str]) -> list[Path]:
+    """Copy ``files`` from ``source`` to ``target``; each appears atomically (temp file, then rename)."""
+    target.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in files:
+        partial = target / f".{name}.{uuid.uuid4().hex}.part"
+        shutil.copyfile(source / name, partial)
+        os.replace(partial, target / name)
+        written.append(target / name)
+    return written
+
+
+def _drop_processed(spec: DatasetSpec) -> None:
+    """Raw files changed: PyG must rebuild ``processed/`` from them."""
+    processed = data_root() / Path(spec.raw_dir).parent / "processed"
+    if processed.is_dir():
+        shutil.rmtree(processed)
+
+
+def _download_timeout() -> float:
+    value = os.environ.get("FGL_DOWNLOAD_TIMEOUT", str(DEFAULT_DOWNLOAD_TIMEOUT_S))
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ValueError(f"FGL_DOWNLOAD_TIMEOUT must be a number of seconds, got {value!r}") from None
+    if seconds <= 0:
+        raise ValueError(f"FGL_DOWNLOAD_TIMEOUT must be positive, got {value!r}")
+    return seconds
+
+
+@contextlib.contextmanager
+def _network_timeouts(seconds: float) -> Iterator[None]:
+    """Bound connect and read waits of PyG's downloads (urllib and fsspec/aiohttp), not their total time."""
+    import fsspec.config
+
+    previous_socket = socket.getdefaulttimeout()
+    previous_conf = {proto: fsspec.config.conf.get(proto) for proto in ("http", "https")}
+    socket.setdefaulttimeout(seconds)
+    try:
+        import aiohttp
+
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=seconds, sock_read=seconds)
+        for proto in ("http", "https"):
+            conf = dict(previous_conf[proto] or {})
+            conf["client_kwargs"] = {**conf.get("client_kwargs", {}), "timeout": timeout}
+            fsspec.config.conf[proto] = conf
+    except ImportError:  # fsspec's http filesystem is unavailable without aiohttp anyway
+        pass
+    try:
+        yield
+    finally:
+        socket.setdefaulttimeout(previous_socket)
+        for proto, conf in previous_conf.items():
+            if conf is None:
+                fsspec.config.conf.pop(proto, None)
+            else:
+                fsspec.config.conf[proto] = conf
+
+
+def _download(spec: DatasetSpec, raw: Path, missing: list[str], mirror_dir: Path | None) -> list[Path]:
+    """Let PyG download (and process) ``spec``; on failure remove partial files and explain what is missing."""
+    before = set(os.listdir(raw)) if raw.is_dir() else set()
+    try:
+        with _network_timeouts(_download_timeout()):
+            spec.builder(data_root())
+        failure = None
+    except Exception as exc:  # noqa: BLE001 - network errors come as OSError, aiohttp or fsspec errors
+        if not _missing_files(raw, spec.raw_files):
+            raise  # the files arrived; processing failed, which is not an availability problem
+        failure = exc
+    new_entries = sorted(set(os.listdir(raw)) - before) if raw.is_dir() else []
+    still_missing = _missing_files(raw, spec.raw_files)
+    if failure is None and not still_missing:
+        return [raw / entry for entry in new_entries if entry in spec.raw_files]
+    for entry in new_entries:
+        path = raw / entry
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    if failure is None:
+        failure = FileNotFoundError(f"PyG's download did not produce {', '.join(still_missing)}")
+    raise _unavailable(spec, raw, missing, mirror_dir, failure) from failure
+
+
+def _unavailable(spec: DatasetSpec, raw: Path, missing: list[str], mirror_dir: Path | None,
+                 failure: BaseException) -> DatasetUnavailableError:
+    lines = [
+        f"dataset {spec.name!r} is not available: {len(missing)} raw file(s) missing: {', '.join(missing)}.",
+        f"Put them in {raw}",
+        f"  (or set FGL_DATA_MIRROR to a folder holding {spec.raw_dir}/ in PyG's layout).",
+    ]
+    if mirror_dir is None:
+        lines.append("Mirror: none checked (FGL_DATA_MIRROR is not set).")
+    else:
+        if mirror_dir.is_dir():
+            lines.append(f"Mirror checked: {mirror_dir} (lacks {', '.join(_missing_files(mirror_dir, missing))}).")
+        else:
+            lines.append(f"Mirror checked: {mirror_dir} (no such folder).")
+        incomplete = mirror_root() / INCOMPLETE_FOLDER / spec.raw_dir
+        if incomplete.is_dir():
+            partial_lacks = _missing_files(incomplete, spec.raw_files)
+            lines.append(f"The mirror's {INCOMPLETE_FOLDER}/{spec.raw_dir}/ holds partial data, never used for "
+                         f"loading; it lacks {', '.join(partial_lacks)}.")
+    lines.append(f"PyG's download failed: {type(failure).__name__}: {failure}")
+    return DatasetUnavailableError("\n".join(lines), name=spec.name, missing_files=list(missing), raw_dir=raw,
+                                   mirror_dir=mirror_dir)
+
+
+def _file_signature(path: Path) -> list[int]:
+    stat = path.stat()
+    return [stat.st_size, stat.st_mtime_ns]
+
+
+def _verify(spec: DatasetSpec, raw: Path, written: list[Path], source: str, strict: bool = True) -> None:
+    """Check known sha256 sums of the raw files, unless a marker says these exact files passed already."""
+    sums = known_checksums()
+    expected = {f: sums[f"{spec.raw_dir}/{f}"] for f in spec.raw_files if f"{spec.raw_dir}/{f}" in sums}
+    if not expected:
+        return
+    marker = raw / VERIFIED_MARKER
+    signatures = {f: _file_signature(raw / f) + [sha] for f, sha in expected.items()}
+    if marker.is_file():
+        try:
+            if json.loads(marker.read_text()) == signatures:
+                return
+        except (OSError, ValueError):
+            pass
+    mismatches = []
+    for name, sha in expected.items():
+        actual = _sha256(raw / name)
+        if actual != sha:
+            mismatches.append((raw / name, sha, actual))
+    if mismatches and not strict:
+        warnings.warn(
+            f"dataset {spec.name!r} ({source}): sha256 differs from the mirror's copy for "
+            f"{', '.join(p.name for p, _, _ in mismatches)}; using the downloaded files",
+            stacklevel=3,
+        )
+        return
+    if mismatches:
+        marker.unlink(missing_ok=True)
+        _drop_processed(spec)
+        removed = [p for p in written if p.exists()]
+        for path in removed:
+            path.unlink()
+        lines = [f"sha256 mismatch in the raw files of dataset {spec.name!r} ({source}):"]
+        lines += [f"  {path}: expected {exp}, got {act}" for path, exp, act in mismatches]
+        if removed:
+            lines.append(f"The files written by this call were removed again: {', '.join(p.name for p in removed)}.")
+        lines.append("Replace them with the original files, or set FGL_VERIFY_CHECKSUMS=0 to skip this check.")
+        raise ChecksumMismatchError("\n".join(lines), mismatches=mismatches)
+    partial = raw / f".{VERIFIED_MARKER}.{uuid.uuid4().hex}.part"
+    partial.write_text(json.dumps(signatures, sort_keys=True))
+    os.replace(partial, marker)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -1,0 +1,224 @@
+"""Federations: a dataset cut into clients, with their splits, built from a config.
+
+:func:`build_federation` turns an :class:`~fglcore.config.ExperimentConfig`
+into either
+
+* a :class:`NodeFederation` (subgraph FL): the dataset's graph, its
+  partition and one PyG ``Data`` per client (:func:`build_clients`); or
+* a :class:`GraphFederation` (graph FL): one :class:`GraphClient` per client,
+  each holding graphs of one TU dataset and the indices of its splits.
+
+It reads ``dataset``, ``partition``, ``num_clients``, ``partition_options``,
+``effective_partition_seed``, ``split``, ``split_ratios`` and the split seed
+(:func:`~fglcore.data.splits.resolve_split_seed`). Node-level partitions are
+cached on disk (:func:`~fglcore.data.partition.cached_partition`), so building
+a federation a second time costs loading the dataset and slicing it.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+import torch
+from torch import Tensor
+from torch_geometric.data import Data, Dataset
+
+from fglcore.config import ConfigError, ExperimentConfig
+from fglcore.data.partition import PARTITIONERS, cached_partition, partition_graphs, partitioner_names
+from fglcore.data.splits import SPLITS, graph_split_indices, node_split_masks, resolve_split_seed, split_names
+
+
+@dataclass
+class NodeFederation:
+    """A node-classification graph split among clients.
+
+    ``data`` is the whole graph with the federation's global
+    ``train_mask``/``val_mask``/``test_mask`` (all ``False`` on nodes no
+    client holds); ``assignment[i]`` is node ``i``'s client (``-1``: none);
+    ``clients[k]`` is client ``k``'s subgraph (see :func:`build_clients`).
+    """
+
+    dataset: str
+    data: Data
+    clients: list[Data]
+    num_classes: int
+    num_features: int
+    assignment: Tensor
+    task: str = "node"
+
+    @property
+    def num_clients(self) -> int:
+        return len(self.clients)
+
+
+@dataclass
+class GraphClient:
+    """One graph-classification client: ``graphs`` of TU dataset ``dataset``.
+
+    ``train_idx``/``val_idx``/``test_idx`` index into ``graphs`` (a PyG
+    dataset subset, so ``graphs[train_idx]`` is the training set).
+    """
+
+    name: str
+    dataset: str
+    graphs: Dataset
+    train_idx: Tensor
+    val_idx: Tensor
+    test_idx: Tensor
+    num_features: int
+    num_classes: int
+
+
+@dataclass
+class GraphFederation:
+    """Graph-classification clients, e.g. FedStar's ``chem`` group (one TU dataset each)."""
+
+    name: str
+    clients: list[GraphClient]
+    task: str = "graph"
+
+    @property
+    def num_clients(self) -> int:
+        return len(self.clients)
+
+
+def build_clients(data: Data, assignment: Tensor, keep_cross_edges: bool = False) -> list[Data]:
+    """One PyG ``Data`` per client ``0..assignment.max()``: the subgraph its nodes induce.
+
+    Each client holds, in ascending global-id order, its nodes' ``x``, ``y``
+    and every other node-level attribute of ``data`` (e.g. ``train_mask``,
+    ``val_mask``, ``test_mask``), plus non-tensor attributes such as
+    ``num_classes``; ``edge_index`` holds the intra-client edges only, in
+    *local* ids ``0..n_k-1``; ``global_id[j]`` is the global id of local node
+    ``j``; ``num_nodes = n_k``.
+
+    With ``keep_cross_edges``, ``cross_edge_index`` (``LongTensor[2, C_k]``,
+    *global* ids) lists the edges that leave the client: row 0 is one of
+    the client's nodes, row 1 a node held by another client (the owner is
+    ``assignment[cross_edge_index[1]]``). Edges to nodes no client holds
+    (``-1``) are in neither. An undirected graph stores each cross edge in
+    both directions, so it appears once in each of the two clients.
+    """
+    n = data.num_nodes
+    if assignment.shape != (n,):
+        raise ValueError(f"assignment must have one entry per node ({n}), got shape {tuple(assignment.shape)}")
+    assignment = assignment.to(torch.long).cpu()
+    num_clients = int(assignment.max()) + 1 if n else 0
+    members = _nodes_by_client(assignment, num_clients)
+    local_id = torch.full((n,), -1, dtype=torch.long)
+    for global_id in members:
+        local_id[global_id] = torch.arange(global_id.numel())
+
+    edge_index = data.edge_index.cpu()
+    src, dst = assignment[edge_index[0]], assignment[edge_index[1]]
+    intra = torch.nonzero((src == dst) & (src >= 0)).view(-1)
+    intra = intra[torch.argsort(src[intra], stable=True)]  # grouped by client, edge order kept within
+    edge_sizes = torch.bincount(src[intra], minlength=num_clients).tolist()
+    edge_ids = torch.split(intra, edge_sizes)
+    cross = _cross_edges_by_client(edge_index, assignment, num_clients) if keep_cross_edges else None
+
+    clients = []
+    for k, global_id in enumerate(members):
+        client = Data()
+        for key, value in data:
+            if key in ("edge_index", "num_nodes"):
+                continue
+            if data.is_node_attr(key):
+                client[key] = value.index_select(data.__cat_dim__(key, value), global_id)
+            elif data.is_edge_attr(key):
+                client[key] = value.index_select(data.__cat_dim__(key, value), edge_ids[k])
+            else:
+                client[key] = value
+        client.edge_index = local_id[edge_index[:, edge_ids[k]]]
+        client.global_id = global_id
+        client.num_nodes = int(global_id.numel())
+        if cross is not None:
+            client.cross_edge_index = cross[k]
+        clients.append(client)
+    return clients
+
+
+def build_federation(config: ExperimentConfig, keep_cross_edges: bool = False) -> NodeFederation | GraphFederation:
+    """The federation ``config`` describes: node-level or graph-level, by the dataset's task."""
+    from fglcore.data.datasets import DATASETS
+
+    if DATASETS.get(config.dataset).task == "graph":
+        if keep_cross_edges:
+            raise ValueError("keep_cross_edges applies to node-level federations only")
+        return build_graph_federation(config)
+    return build_node_federation(config, keep_cross_edges=keep_cross_edges)
+
+
+def build_node_federation(config: ExperimentConfig, keep_cross_edges: bool = False) -> NodeFederation:
+    """Load the graph, partition it (cached), draw the split and cut the clients."""
+    from fglcore.data.datasets import load_node_data
+
+    split = SPLITS.get(config.split)
+    if split.task != "node":
+        raise ConfigError(f"split: {config.split!r} is a graph-level split; node-level splits: "
+                          f"{', '.join(split_names('node'))}")
+    partitioner = PARTITIONERS.get(config.partition)
+    if partitioner.task != "node":
+        raise ConfigError(f"partition: {config.partition!r} is a graph-level partitioner; node-level ones: "
+                          f"{', '.join(partitioner_names('node'))}")
+    options = partitioner.validate_options(config.partition_options)
+
+    data = load_node_data(config.dataset, planetoid_split=split.planetoid_split)
+    assignment = cached_partition(data, config.partition, config.num_clients, config.effective_partition_seed,
+                                  **options)
+    seed = resolve_split_seed(config.split, config.split_seed, config.seed)
+    train, val, test = node_split_masks(config.split, data, assignment, config.split_ratios, seed)
+
+    data = copy.copy(data)  # shallow: the loaded tensors are shared, the masks are this federation's
+    data.train_mask, data.val_mask, data.test_mask = train, val, test
+    clients = build_clients(data, assignment, keep_cross_edges=keep_cross_edges)
+    return NodeFederation(dataset=config.dataset, data=data, clients=clients, num_classes=_num_classes(data),
+                          num_features=int(data.num_features), assignment=assignment)
+
+
+def build_graph_federation(config: ExperimentConfig) -> GraphFederation:
+    """Partition graph dataset (or FedStar group) ``config.dataset`` and split every client's graphs."""
+    from fglcore.data.datasets import load_graph_dataset
+
+    split = SPLITS.get(config.split)
+    if split.task != "graph":
+        raise ConfigError(f"split: {config.split!r} is a node-level split; graph datasets use: "
+                          f"{', '.join(split_names('graph'))}")
+    shards = partition_graphs(config.dataset, config.partition, config.num_clients,
+                              config.effective_partition_seed, **config.partition_options)
+    seed = resolve_split_seed(config.split, config.split_seed, config.seed)
+    datasets = {name: load_graph_dataset(name) for name in dict.fromkeys(s.dataset for s in shards)}
+    repeated = len(datasets) < len(shards)
+    clients = []
+    for k, shard in enumerate(shards):
+        dataset = datasets[shard.dataset]
+        labels = dataset.y.view(-1)[shard.indices]
+        train_idx, val_idx, test_idx = graph_split_indices(labels, config.split_ratios, seed)
+        clients.append(GraphClient(
+            name=f"{k}-{shard.dataset}" if repeated else shard.dataset, dataset=shard.dataset,
+            graphs=dataset[shard.indices], train_idx=train_idx, val_idx=val_idx, test_idx=test_idx,
+            num_features=int(dataset.num_features), num_classes=int(dataset.num_classes)))
+    return GraphFederation(name=config.dataset, clients=clients)
+
+
+def _nodes_by_client(assignment: Tensor, num_clients: int) -> list[Tensor]:
+    """Each client's global node ids, ascending."""
+    order = torch.argsort(assignment, stable=True)
+    sizes = torch.bincount(assignment[assignment >= 0], minlength=num_clients).tolist()
+    kept = order[assignment[order] >= 0]
+    return list(torch.split(kept, sizes))
+
+
+def _cross_edges_by_client(edge_index: Tensor, assignment: Tensor, num_clients: int) -> list[Tensor]:
+    """Each client's outgoing edges to other clients' nodes, global ids, in ``edge_index`` order."""
+    src, dst = assignment[edge_index[0]], assignment[edge_index[1]]
+    crossing = (src >= 0) & (dst >= 0) & (src != dst)
+    edges, owners = edge_index[:, crossing], src[crossing]
+    order = torch.argsort(owners, stable=True)
+    sizes = torch.bincount(owners, minlength=num_clients).tolist()
+    return list(torch.split(edges[:, order], sizes, dim=1))
+
+
+def _num_classes(data: Data) -> int:
+    num_classes = getattr(data, "num_classes", None)
+    return int(num_classes) if num_classes is not None else int(data.y.max()) + 1
+

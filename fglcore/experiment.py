@@ -1,0 +1,132 @@
+"""Run one experiment, or a resumable sweep of many, into tidy result rows.
+
+* :func:`run` validates a configuration, builds its federation, runs its
+  algorithm and returns the rows of :mod:`fglcore.results`;
+  :func:`run_full` also returns the :class:`~fglcore.fl.engine.RunResult`
+  (history, per-client metrics, communication ledger).
+* :func:`grid` expands axes into validated configurations;
+  :func:`sweep` runs them into a :class:`~fglcore.results.ResultStore`,
+  writing each finished configuration at once, so an interrupted sweep
+  resumes where it stopped and never stores a configuration twice.
+* :func:`summarize` gives the mean ± std over seeds (population std, as in
+  :mod:`fglcore.compare`).
+
+Example::
+
+    configs = grid({"rounds": 50}, dataset=["Cora", "CiteSeer"], algorithm=["fedavg", "local"], seed=range(5))
+    results = sweep(configs, "outputs/quick/tour/results.csv")
+    summarize(results)
+"""
+from __future__ import annotations
+
+import itertools
+import os
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from fglcore import runtime
+from fglcore.algorithms import ALGORITHMS
+from fglcore.config import ConfigError, ExperimentConfig
+from fglcore.data.federation import build_federation
+from fglcore.fl.engine import RunResult
+from fglcore.results import ResultStore, config_id, rows_from_result, summarize
+
+__all__ = ["as_config", "run", "run_full", "grid", "sweep", "summarize"]
+
+
+def as_config(config: ExperimentConfig | Mapping[str, Any]) -> ExperimentConfig:
+    """Validate a mapping into an :class:`ExperimentConfig`; an ``ExperimentConfig`` is re-validated."""
+    if isinstance(config, ExperimentConfig):
+        config.validate()
+        return config
+    if isinstance(config, Mapping):
+        return ExperimentConfig.from_dict(config)
+    raise TypeError(f"expected an ExperimentConfig or a mapping of its fields, got {type(config).__name__}")
+
+
+def run_full(config: ExperimentConfig | Mapping[str, Any]) -> tuple[list[dict[str, Any]], RunResult]:
+    """Run one configuration; return its result rows and the full :class:`RunResult`.
+
+    The configuration is validated before any data is loaded. Seeds are set
+    from ``config.seed`` (:func:`fglcore.runtime.set_seed`), the federation
+    is built with cross-client edges only for algorithms that need them, and
+    the algorithm runs on :func:`fglcore.runtime.get_device` of
+    ``config.device``.
+    """
+    config = as_config(config)
+    algorithm = ALGORITHMS.get(config.algorithm)
+    device = runtime.get_device(config.device)  # an unavailable device fails before data is loaded
+    runtime.set_seed(config.seed)
+    federation = build_federation(config, keep_cross_edges=algorithm.needs_cross_edges)
+    result = algorithm(config, federation, device).run()
+    return rows_from_result(config, result), result
+
+
+def run(config: ExperimentConfig | Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Run one configuration and return its result rows (:data:`fglcore.results.RESULT_COLUMNS`)."""
+    rows, _ = run_full(config)
+    return rows
+
+
+def grid(base: ExperimentConfig | Mapping[str, Any], **axes: Iterable[Any]) -> list[ExperimentConfig]:
+    """Every combination of ``axes`` on top of ``base``, each validated before any is returned.
+
+    ``grid(base, dataset=["Cora", "CiteSeer"], seed=range(5))`` gives 10
+    configurations; the last axis varies fastest. An invalid combination
+    raises :class:`~fglcore.config.ConfigError` naming it.
+    """
+    base = base.to_dict() if isinstance(base, ExperimentConfig) else dict(base)
+    values: dict[str, list[Any]] = {}
+    for key, axis in axes.items():
+        if isinstance(axis, (str, bytes, Mapping)) or not isinstance(axis, Iterable):
+            raise ConfigError(
+                f"grid axis {key!r} must be a list of values, got {axis!r}; write {key}=[{axis!r}] for one value"
+            )
+        values[key] = list(axis)
+    configs = []
+    for combination in itertools.product(*values.values()):
+        changes = dict(zip(values, combination))
+        try:
+            configs.append(ExperimentConfig.from_dict({**base, **changes}))
+        except ConfigError as err:
+            where = ", ".join(f"{k}={v!r}" for k, v in changes.items())
+            raise ConfigError(f"grid configuration ({where}): {err}") from err
+    return configs
+
+
+def _label(config: ExperimentConfig) -> str:
+    return f"{config.dataset} {config.algorithm} {config.model} seed={config.seed}"
+
+
+def sweep(
+    configs: Iterable[ExperimentConfig | Mapping[str, Any]],
+    path: str | os.PathLike[str],
+    *,
+    progress: bool = True,
+    desc: str = "sweep",
+) -> pd.DataFrame:
+    """Run every configuration not yet stored in ``path`` and return all stored rows.
+
+    All configurations are validated before the first runs. Configurations
+    whose :func:`~fglcore.results.config_id` is already in the store are
+    skipped (resume), as are repeats within ``configs``; the others run in
+    order and each one's rows are written as soon as it finishes. An
+    exception or ``KeyboardInterrupt`` propagates and loses only the
+    configuration that was running.
+    """
+    configs = [as_config(c) for c in configs]
+    store = ResultStore(path)
+    done = store.done_ids()
+    todo: dict[str, ExperimentConfig] = {}
+    for config in configs:
+        todo.setdefault(config_id(config), config)
+    total = len(todo)
+    todo = {cid: c for cid, c in todo.items() if cid not in done}
+    with tqdm(total=total, initial=total - len(todo), desc=desc, disable=not progress) as bar:
+        for config in todo.values():
+            bar.set_postfix_str(_label(config))
+            store.append(run(config))
+            bar.update()
+    return store.read()

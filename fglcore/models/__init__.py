@@ -1,0 +1,223 @@
+"""Models by name: ``build_model("gcn", in_channels, hidden, num_classes)``.
+
+========================  ==============  ===========================================================
+name                      tasks           follows
+========================  ==============  ===========================================================
+``gcn``                   node, graph     Kipf & Welling, ICLR 2017
+``sgc``                   node            Wu et al., ICML 2019 (K steps + one linear layer)
+``sage``                  node, graph     Hamilton et al., NeurIPS 2017 (GraphSAGE, mean aggregator)
+``gat``                   node, graph     Veličković et al., ICLR 2018
+``gin``                   node, graph     Xu et al., ICLR 2019 (the default graph backbone)
+``mlp``                   node, graph     node-wise MLP, ignores the graph
+``decoupled_gcn``         node            MLP then K propagation steps (FedStruct; APPNP if alpha > 0)
+========================  ==============  ===========================================================
+
+Node models (:mod:`fglcore.models.node`) are called ``model(x, edge_index)``;
+graph models are a :class:`~fglcore.models.graph.GraphClassifier` around the
+named backbone, called ``model(x, edge_index, batch)``. Each model's options
+and their defaults are the keyword arguments of its class (node task) or conv
+builder (graph task, plus ``pool``); :meth:`ModelSpec.options` lists them.
+"""
+from __future__ import annotations
+
+import inspect
+import typing
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from fglcore.config import ConfigError, check_type, check_unknown_keys
+from fglcore.models.graph import POOLS, GraphClassifier, gat_conv, gcn_conv, gin_conv, linear_conv, sage_conv
+from fglcore.models.node import GAT, GCN, GIN, MLP, SGC, DecoupledGCN, GraphSAGE, Propagation
+from fglcore.registry import Registry
+
+TASKS = ("node", "graph")
+_SIZE_ARGUMENTS = ("in_channels", "hidden_channels", "out_channels", "num_layers")
+_STANDARD_ARGUMENTS = {*_SIZE_ARGUMENTS, "dropout", "cached"}
+_GRAPH_CONV_ARGUMENTS = {"hidden_channels", "dropout"}
+_GRAPH_DEFAULTS = {"pool": "add"}
+
+
+def _keyword_options(fn: Callable[..., Any], standard: set[str]) -> dict[str, inspect.Parameter]:
+    return {n: p for n, p in inspect.signature(fn).parameters.items() if n not in standard and n != "self"}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A registered model: its node-task class and/or its graph-task conv layer.
+
+    ``node_model`` is called with those of ``in_channels, hidden_channels,
+    out_channels, num_layers, dropout, cached`` it accepts (``sgc`` takes no
+    hidden width, depth or dropout) plus the model's options. ``graph_conv``
+    builds one hidden -> hidden layer of a :class:`GraphClassifier`.
+    """
+
+    name: str
+    reference: str
+    node_model: Callable[..., nn.Module] | None = None
+    graph_conv: Callable[..., nn.Module] | None = None
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return tuple(t for t, fn in zip(TASKS, (self.node_model, self.graph_conv)) if fn is not None)
+
+    def _factory(self, task: str) -> Callable[..., nn.Module]:
+        if task not in TASKS:
+            raise ConfigError(f"unknown task {task!r}; accepted: {', '.join(TASKS)}")
+        factory = self.node_model if task == "node" else self.graph_conv
+        if factory is None:
+            raise ConfigError(
+                f"model {self.name!r} does not support the {task} task (it supports: {', '.join(self.tasks)}); "
+                f"models for {task} tasks: {', '.join(model_names(task))}"
+            )
+        return factory
+
+    def options(self, task: str = "node") -> dict[str, Any]:
+        """Accepted options for ``task`` and their defaults."""
+        factory = self._factory(task)
+        if task == "node":
+            return {n: p.default for n, p in _keyword_options(factory, _STANDARD_ARGUMENTS).items()}
+        return {n: p.default for n, p in _keyword_options(factory, _GRAPH_CONV_ARGUMENTS).items()} | _GRAPH_DEFAULTS
+
+    def check_options(self, task: str, options: dict[str, Any]) -> None:
+        """Raise :class:`ConfigError` for an unknown option or a value of the wrong type."""
+        accepted = self.options(task)
+        check_unknown_keys(options, list(accepted), f"option of model {self.name!r} ({task} task)")
+        factory = self._factory(task)
+        hints = typing.get_type_hints(factory.__init__ if inspect.isclass(factory) else factory)
+        for key, value in options.items():
+            if key in hints:
+                check_type(f"{self.name}.{key}", value, hints[key])
+        if task == "graph" and options.get("pool", "add") not in POOLS:
+            raise ConfigError(f"{self.name}.pool: {options['pool']!r} is not accepted; accepted: {', '.join(POOLS)}")
+
+    def build(
+        self,
+        in_channels: int,
+        hidden_channels: int,
+        out_channels: int,
+        *,
+        num_layers: int = 2,
+        dropout: float = 0.5,
+        task: str = "node",
+        cached: bool = False,
+        **options: Any,
+    ) -> nn.Module:
+        """See :func:`build_model`."""
+        sizes = dict(zip(_SIZE_ARGUMENTS, (in_channels, hidden_channels, out_channels, num_layers)))
+        for key, value in sizes.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{key}: must be an integer >= 1, got {value!r}")
+        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+            raise ConfigError(f"dropout: must be in [0, 1), got {dropout!r}")
+        factory = self._factory(task)
+        self.check_options(task, options)
+        if task == "node":
+            standard = {**sizes, "dropout": float(dropout), "cached": cached}
+            accepted = inspect.signature(factory).parameters
+            return factory(**{k: v for k, v in standard.items() if k in accepted}, **options)
+        if cached:
+            raise ConfigError("cached=True is for node models on one fixed graph; graph classifiers see new batches")
+        pool = options.pop("pool", _GRAPH_DEFAULTS["pool"])
+        convs = [factory(hidden_channels, float(dropout), **options) for _ in range(num_layers)]
+        return GraphClassifier(in_channels, hidden_channels, out_channels, convs, float(dropout), pool)
+
+
+MODELS: Registry[ModelSpec] = Registry("model")
+
+for _spec in (
+    ModelSpec("gcn", "Kipf & Welling, ICLR 2017", GCN, gcn_conv),
+    ModelSpec("sgc", "Wu et al., ICML 2019", SGC, None),
+    ModelSpec("sage", "Hamilton et al., NeurIPS 2017", GraphSAGE, sage_conv),
+    ModelSpec("gat", "Veličković et al., ICLR 2018", GAT, gat_conv),
+    ModelSpec("gin", "Xu et al., ICLR 2019", GIN, gin_conv),
+    ModelSpec("mlp", "multi-layer perceptron", MLP, linear_conv),
+    ModelSpec(
+        "decoupled_gcn",
+        "Aliakbari et al., ICLR 2025 (FedStruct); Klicpera et al., ICLR 2019 (APPNP)",
+        DecoupledGCN,
+        None,
+    ),
+):
+    MODELS.register(_spec.name, _spec)
+
+
+def model_names(task: str | None = None) -> list[str]:
+    """Registered model names, or those that support ``task`` (``"node"`` or ``"graph"``)."""
+    if task is None:
+        return MODELS.names()
+    if task not in TASKS:
+        raise ConfigError(f"unknown task {task!r}; accepted: {', '.join(TASKS)}")
+    return [name for name in MODELS.names() if task in MODELS.get(name).tasks]
+
+
+def build_model(
+    name: str,
+    in_channels: int,
+    hidden_channels: int,
+    out_channels: int,
+    *,
+    num_layers: int = 2,
+    dropout: float = 0.5,
+    task: str = "node",
+    cached: bool = False,
+    seed: int | None = None,
+    **options: Any,
+) -> nn.Module:
+    """Build a freshly initialised model.
+
+    Args:
+        name: a registered model name (:func:`model_names`).
+        in_channels, hidden_channels, out_channels: feature width, hidden
+            width and number of classes.
+        num_layers: layers of the node model, or convs of the graph model.
+        dropout: dropout rate (see each model for where it acts).
+        task: ``"node"`` -> ``model(x, edge_index)``; ``"graph"`` -> a
+            :class:`GraphClassifier`, ``model(x, edge_index, batch)``.
+        cached: node task only; bind the model to one fixed graph and cache
+            what depends only on it (GCN, SGC, decoupled GCN; the other
+            models have nothing to cache and ignore it).
+        seed: if given, initialise from this seed without touching the global
+            RNG; otherwise draw from the global torch RNG (so
+            ``torch.manual_seed(s)`` before two builds gives identical models).
+        **options: model options, e.g. ``heads=8`` (gat), ``K=2`` (sgc),
+            ``aggr="mean"`` (sage), ``K=10, alpha=0.0`` (decoupled_gcn),
+            ``pool="add"`` (graph task). Unknown options raise
+            :class:`~fglcore.config.ConfigError` listing the accepted ones.
+    """
+    spec = MODELS.get(name)
+    context = torch.random.fork_rng(devices=[]) if seed is not None else nullcontext()
+    with context:
+        if seed is not None:
+            torch.manual_seed(seed)
+        return spec.build(
+            in_channels,
+            hidden_channels,
+            out_channels,
+            num_layers=num_layers,
+            dropout=dropout,
+            task=task,
+            cached=cached,
+            **options,
+        )
+
+
+__all__ = [
+    "MODELS",
+    "TASKS",
+    "DecoupledGCN",
+    "GAT",
+    "GCN",
+    "GIN",
+    "GraphClassifier",
+    "GraphSAGE",
+    "MLP",
+    "ModelSpec",
+    "Propagation",
+    "SGC",
+    "build_model",
+    "model_names",
+]

@@ -1,0 +1,288 @@
+"""Figures with one fixed look, so every notebook's plots match.
+
+Each figure function returns a :class:`matplotlib.figure.Figure` that pyplot
+has already closed: nothing is shown twice in notebooks, nothing stays open in
+batch runs, and ``plt.show()`` is never called. A notebook cell that ends with
+the figure displays it (``display(fig)`` elsewhere); :func:`save_figure`
+writes it.
+
+Style: seaborn ``whitegrid`` theme, ``notebook`` context, ``colorblind``
+palette, panels of :data:`FIGSIZE` inches.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Mapping, Sequence
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from cycler import cycler
+from matplotlib.figure import Figure
+
+FIGSIZE = (6.4, 4.0)
+DPI = 120
+STYLE = "whitegrid"
+CONTEXT = "notebook"
+PALETTE = "colorblind"
+MAX_PANEL_COLUMNS = 3
+
+
+def set_style() -> None:
+    """Apply the fixed style globally (for plots drawn outside this module)."""
+    sns.set_theme(style=STYLE, context=CONTEXT, palette=PALETTE, rc={"figure.figsize": FIGSIZE, "savefig.dpi": DPI})
+
+
+@contextmanager
+def _styled() -> Iterator[None]:
+    rc = {
+        **sns.axes_style(STYLE),
+        **sns.plotting_context(CONTEXT),
+        "figure.figsize": FIGSIZE,
+        "axes.prop_cycle": cycler(color=sns.color_palette(PALETTE)),
+    }
+    with matplotlib.rc_context(rc):
+        yield
+
+
+def _colors(n: int) -> list:
+    return sns.color_palette(PALETTE if n <= 10 else "husl", n)
+
+
+def _new_figure(ncols: int = 1, nrows: int = 1, sharey: bool = False) -> tuple[Figure, np.ndarray]:
+    # Made through pyplot so notebooks get their display hook, then closed at once:
+    # the figure is shown only when returned, and batch runs keep no figure open.
+    fig = plt.figure(figsize=(FIGSIZE[0] * ncols, FIGSIZE[1] * nrows), layout="constrained")
+    plt.close(fig)
+    axes = fig.subplots(nrows, ncols, sharey=sharey, squeeze=False)
+    return fig, axes.ravel()
+
+
+def _require_columns(frame: pd.DataFrame, required: Sequence[str], what: str) -> None:
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"{what}: missing column(s) {', '.join(missing)}; expected {', '.join(required)}, "
+            f"got {', '.join(map(str, frame.columns))}"
+        )
+
+
+def _label_count_table(label_counts) -> pd.DataFrame:
+    if isinstance(label_counts, pd.DataFrame):
+        from fglcore.data.statistics import CLASS_PREFIX, class_columns
+
+        columns = class_columns(label_counts)
+        if not columns:
+            return label_counts
+        if "client" in label_counts.columns:  # a client_statistics table
+            label_counts = label_counts.set_index("client")
+        return label_counts[columns].rename(columns=lambda c: c.removeprefix(CLASS_PREFIX))
+    values = np.asarray(label_counts.detach().cpu() if hasattr(label_counts, "detach") else label_counts)
+    if values.ndim != 2:
+        raise ValueError(f"label_counts: expected a [clients x classes] table, got shape {values.shape}")
+    return pd.DataFrame(values, columns=[str(c) for c in range(values.shape[1])])
+
+
+def client_label_mix(label_counts, normalize: bool = True, title: str = "Label mix per client") -> Figure:
+    """Stacked bars of each client's label distribution.
+
+    Args:
+        label_counts: ``[clients x classes]`` counts as a DataFrame (index =
+            clients, columns = classes), a tensor or array, or a
+            :func:`~fglcore.data.statistics.client_statistics` table (its
+            ``class_*`` columns are used).
+        normalize: plot shares of each client's nodes rather than counts.
+    """
+    table = _label_count_table(label_counts).astype(float)
+    if normalize:
+        totals = table.sum(axis=1).replace(0, np.nan)
+        table = table.div(totals, axis=0).fillna(0.0)
+    with _styled():
+        fig, (ax,) = _new_figure()
+        positions = np.arange(len(table))
+        bottom = np.zeros(len(table))
+        for color, column in zip(_colors(table.shape[1]), table.columns):
+            ax.bar(positions, table[column].to_numpy(), bottom=bottom, color=color, label=str(column), width=0.8)
+            bottom += table[column].to_numpy()
+        ax.set_xticks(positions, [str(i) for i in table.index])
+        ax.set_xlabel("client")
+        ax.set_ylabel("share of nodes" if normalize else "nodes")
+        ax.set_title(title)
+        ax.legend(title="class", bbox_to_anchor=(1.01, 1), loc="upper left", fontsize="small")
+    return fig
+
+
+def client_homophily(
+    values,
+    reference: float | None = None,
+    title: str = "Node homophily per client",
+    ylabel: str = "node homophily",
+) -> Figure:
+    """One bar per client; ``reference`` (e.g. the whole graph's value) is drawn as a dashed line.
+
+    ``values`` is a sequence, tensor, Series or ``{client: value}`` mapping.
+    """
+    if isinstance(values, Mapping):
+        series = pd.Series(values, dtype=float)
+    elif isinstance(values, pd.Series):
+        series = values.astype(float)
+    else:
+        array = np.asarray(values.detach().cpu() if hasattr(values, "detach") else values, dtype=float).ravel()
+        series = pd.Series(array)
+    with _styled():
+        fig, (ax,) = _new_figure()
+        positions = np.arange(len(series))
+        ax.bar(positions, series.to_numpy(), color=_colors(1)[0], width=0.8)
+        if reference is not None:
+            ax.axhline(reference, color="0.3", linestyle="--", label=f"whole graph ({reference:.2f})")
+            ax.legend(loc="lower right", fontsize="small")
+        ax.set_xticks(positions, [str(i) for i in series.index])
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("client")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+    return fig
+
+
+def metric_over_rounds(history: pd.DataFrame, ylabel: str = "value", title: str | None = None) -> Figure:
+    """Mean over seeds per method and round, with a ±1 standard deviation band.
+
+    ``history`` has columns ``round``, ``value``, ``method`` and optionally
+    ``seed`` (one row per seed, method and round).
+    """
+    _require_columns(history, ["round", "value", "method"], "metric_over_rounds")
+    with _styled():
+        fig, (ax,) = _new_figure()
+        sns.lineplot(
+            data=history,
+            x="round",
+            y="value",
+            hue="method",
+            errorbar="sd",
+            estimator="mean",
+            palette=_colors(history["method"].nunique()),
+            ax=ax,
+        )
+        ax.set_ylabel(ylabel)
+        if title:
+            ax.set_title(title)
+        ax.legend(title="method", fontsize="small")
+    return fig
+
+
+def method_bars(
+    results: pd.DataFrame,
+    x: str = "method",
+    hue: str | None = None,
+    y: str = "value",
+    ylabel: str | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Mean ± standard deviation over seeds of tidy result rows, one bar per ``x`` (and ``hue``) value.
+
+    ``results`` has one row per seed and cell (the :mod:`fglcore.results`
+    schema), e.g. ``x="method", hue="partition"`` with ``y="value"``; filter
+    it to one metric first.
+    """
+    _require_columns(results, [x, y] + ([hue] if hue else []), "method_bars")
+    with _styled():
+        fig, (ax,) = _new_figure()
+        sns.barplot(
+            data=results,
+            x=x,
+            y=y,
+            hue=hue,
+            estimator="mean",
+            errorbar="sd",
+            capsize=0.1,
+            palette=_colors(results[hue].nunique()) if hue else None,
+            color=None if hue else _colors(1)[0],
+            ax=ax,
+        )
+        ax.set_ylabel(ylabel or y)
+        ax.tick_params(axis="x", labelrotation=30)
+        if hue:
+            ax.legend(title=hue, bbox_to_anchor=(1.01, 1), loc="upper left", fontsize="small")
+        if title:
+            ax.set_title(title)
+    return fig
+
+
+def comparison_bars(comparison: pd.DataFrame, ylabel: str = "accuracy (%)", title: str | None = None) -> Figure:
+    """Our mean ± std next to the paper's number, one panel per dataset.
+
+    ``comparison`` has columns ``method``, ``dataset``, ``ours_mean``,
+    ``ours_std``, ``paper_mean`` (and optionally ``paper_std``); a missing
+    paper number (NaN) leaves its bar out.
+    """
+    _require_columns(comparison, ["method", "dataset", "ours_mean", "ours_std", "paper_mean"], "comparison_bars")
+    datasets = list(dict.fromkeys(comparison["dataset"]))
+    ncols = min(len(datasets), MAX_PANEL_COLUMNS)
+    nrows = -(-len(datasets) // ncols)
+    ours_color, paper_color = _colors(2)
+    width = 0.38
+    with _styled():
+        fig, axes = _new_figure(ncols, nrows, sharey=True)
+        for ax, dataset in zip(axes, datasets):
+            rows = comparison[comparison["dataset"] == dataset]
+            positions = np.arange(len(rows))
+            paper_std = rows["paper_std"].to_numpy() if "paper_std" in rows else None
+            ours_std = rows["ours_std"]
+            ax.bar(positions - width / 2, rows["ours_mean"], width, yerr=ours_std, capsize=3, color=ours_color, label="ours")
+            ax.bar(positions + width / 2, rows["paper_mean"], width, yerr=paper_std, capsize=3, color=paper_color,
+                   label="paper")
+            ax.set_xticks(positions, rows["method"].astype(str), rotation=30, ha="right")
+            ax.set_title(str(dataset))
+        for ax in axes[len(datasets):]:
+            ax.set_visible(False)
+        axes[0].set_ylabel(ylabel)
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right upper", fontsize="small")
+        if title:
+            fig.suptitle(title)
+    return fig
+
+
+def communication_bars(summary: pd.DataFrame, title: str = "Communication") -> Figure:
+    """MiB sent, by direction, from a :meth:`~fglcore.fl.channel.Ledger.summary` table.
+
+    Sizes come from the ``bytes`` column, or ``MiB`` where there is none.
+
+    With a ``method`` column (summaries of several runs concatenated), one
+    group of bars per method; otherwise one group per tensor ``name``. Bars
+    within a group are the directions (``upload``, ``download``, ``peer``).
+    """
+    if "bytes" in summary.columns:  # exact; "MiB" may be missing in some concatenated rows
+        summary = summary.assign(MiB=summary["bytes"] / 2**20)
+    _require_columns(summary, ["direction", "MiB"], "communication_bars")
+    group = "method" if "method" in summary.columns else "name"
+    _require_columns(summary, [group], "communication_bars")
+    totals = summary.groupby([group, "direction"], sort=False)["MiB"].sum().unstack("direction", fill_value=0.0)
+    directions = list(totals.columns)
+    width = 0.8 / len(directions)
+    with _styled():
+        fig, (ax,) = _new_figure()
+        positions = np.arange(len(totals))
+        for i, (direction, color) in enumerate(zip(directions, _colors(len(directions)))):
+            offset = (i - (len(directions) - 1) / 2) * width
+            ax.bar(positions + offset, totals[direction].to_numpy(), width, color=color, label=direction)
+        ax.set_xticks(positions, [str(i) for i in totals.index], rotation=30, ha="right")
+        ax.set_xlabel(group)
+        ax.set_ylabel("MiB")
+        ax.set_title(title)
+        ax.legend(title="direction", fontsize="small")
+    return fig
+
+
+def save_figure(fig: Figure, path: str | Path) -> Path:
+    """Write ``fig`` as PNG (dpi 120, tight bounding box), creating parent folders; returns the path."""
+    path = Path(path)
+    if path.suffix == "":
+        path = path.with_suffix(".png")
+    elif path.suffix.lower() != ".png":
+        raise ValueError(f"save_figure writes PNG files; got {path.name!r}, use a .png name")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png", dpi=DPI, bbox_inches="tight")
+    return path

@@ -1,0 +1,352 @@
+"""Dataset registry: loading from the offline mirror, checksums, errors and status.
+
+Expected statistics are those of the mirror's README (``../shared/data``),
+which were checked against the published ones.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+import torch
+from torch_geometric.utils import degree
+
+from fglcore.data import datasets as ds
+from fglcore.data.datasets import (
+    DATASETS,
+    ChecksumMismatchError,
+    DatasetUnavailableError,
+    data_checksum,
+    dataset_names,
+    dataset_status,
+    ensure_raw,
+    group_members,
+    load_graph_dataset,
+    load_node_data,
+)
+from fglcore.registry import UnknownNameError
+
+MIRROR = Path(os.environ.get("FGL_DATA_MIRROR") or Path(__file__).resolve().parents[2] / "shared" / "data")
+needs_mirror = pytest.mark.skipif(not (MIRROR / "Planetoid" / "Cora" / "raw").is_dir(),
+                                  reason=f"offline data mirror not found at {MIRROR}")
+
+
+@pytest.fixture(scope="module")
+def shared_root(tmp_path_factory) -> Path:
+    """One fresh data root for the loading tests of this module (PyG processes each dataset once)."""
+    return tmp_path_factory.mktemp("fgl-data")
+
+
+@pytest.fixture
+def from_mirror(monkeypatch, shared_root) -> Path:
+    monkeypatch.setenv("FGL_DATA", str(shared_root))
+    monkeypatch.setenv("FGL_DATA_MIRROR", str(MIRROR))
+    monkeypatch.delenv("FGL_VERIFY_CHECKSUMS", raising=False)
+    return shared_root
+
+
+@pytest.fixture
+def fresh_root(monkeypatch, tmp_path) -> Path:
+    root = tmp_path / "data"
+    monkeypatch.setenv("FGL_DATA", str(root))
+    monkeypatch.setenv("FGL_DATA_MIRROR", str(MIRROR))
+    monkeypatch.delenv("FGL_VERIFY_CHECKSUMS", raising=False)
+    return root
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Every DNS lookup and connection fails at once, as on a machine without internet."""
+
+    def refuse(*args, **kwargs):
+        raise OSError("network blocked by test")
+
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+
+
+# --------------------------------------------------------------------------- registry
+
+
+def test_names_by_task_and_unknown_name():
+    node, graph = dataset_names("node"), dataset_names("graph")
+    for name in ["Cora", "CiteSeer", "PubMed", "Chameleon", "Squirrel", "Computers", "Photo", "CS", "Physics",
+                 "WikiCS", "Flickr", "Amazon-ratings", "Roman-empire"]:
+        assert name in node
+    for name in ["MUTAG", "BZR", "COX2", "DHFR", "PTC_MR", "AIDS", "NCI1", "ENZYMES", "DD", "PROTEINS", "COLLAB",
+                 "IMDB-BINARY", "IMDB-MULTI", "Letter-low", "Letter-med", "Letter-high", "chem", "biochem",
+                 "biochemsn", "biosncv"]:
+        assert name in graph
+    assert sorted(node + graph) == dataset_names()
+    with pytest.raises(ValueError, match="task"):
+        dataset_names("edge")
+    with pytest.raises(UnknownNameError, match="did you mean 'Cora'.*accepted:.*CiteSeer"):
+        load_node_data("Corra")
+
+
+def test_specs_follow_pyg_layout():
+    assert DATASETS.get("Cora").raw_dir == "Planetoid/Cora/raw"
+    assert DATASETS.get("PubMed").raw_files[2] == "ind.pubmed.allx"
+    assert DATASETS.get("Chameleon").raw_dir == "WikipediaNetwork/chameleon/geom_gcn/raw"
+    assert DATASETS.get("Squirrel").raw_files[-1] == "squirrel_split_0.6_0.2_9.npz"
+    assert DATASETS.get("Photo").raw_files == ("amazon_electronics_photo.npz",)
+    assert DATASETS.get("Physics").raw_files == ("ms_academic_phy.npz",)
+    assert DATASETS.get("WikiCS").raw_dir == "WikiCS/raw"
+    assert DATASETS.get("Roman-empire").raw_dir == "HeterophilousGraphDataset/roman_empire/raw"
+    assert DATASETS.get("COLLAB").degree_features == 491
+    assert DATASETS.get("Letter-med").use_node_attr
+    for name in dataset_names():
+        spec = DATASETS.get(name)
+        assert spec.is_group or (spec.raw_files and spec.builder is not None), name
+
+
+def test_group_members_are_fedstar_settings():
+    chem = ["MUTAG", "BZR", "COX2", "DHFR", "PTC_MR", "AIDS", "NCI1"]
+    assert group_members("chem") == chem
+    assert group_members("biochem") == chem + ["ENZYMES", "DD", "PROTEINS"]
+    assert group_members("biochemsn") == chem + ["ENZYMES", "DD", "PROTEINS", "COLLAB", "IMDB-BINARY", "IMDB-MULTI"]
+    assert len(group_members("biosncv")) == 9 and "Letter-med" in group_members("biosncv")
+    assert group_members("MUTAG") == ["MUTAG"]
+    with pytest.raises(ValueError, match="node-classification"):
+        group_members("Cora")
+    with pytest.raises(ValueError, match="group_members"):
+        load_graph_dataset("chem")
+    with pytest.raises(ValueError, match="graph-level"):
+        load_node_data("MUTAG")
+
+
+# --------------------------------------------------------------------------- loading from the mirror
+
+
+@needs_mirror
+@pytest.mark.parametrize("name, nodes, edges, features, classes, split_sizes", [
+    ("Cora", 2708, 10556, 1433, 7, (140, 500, 1000)),
+    ("CiteSeer", 3327, 9104, 3703, 6, (120, 500, 1000)),
+])
+def test_planetoid_from_mirror(from_mirror, name, nodes, edges, features, classes, split_sizes):
+    data = load_node_data(name)
+    assert (data.num_nodes, data.num_edges, data.num_features) == (nodes, edges, features)
+    assert data.num_classes == classes and data.name == name
+    assert data.is_undirected()
+    masks = (data.train_mask, data.val_mask, data.test_mask)
+    assert tuple(int(m.sum()) for m in masks) == split_sizes
+    assert (from_mirror / "Planetoid" / name / "processed").is_dir()
+    assert not (MIRROR / "Planetoid" / name / "processed").exists()
+
+
+@needs_mirror
+def test_planetoid_full_split(from_mirror):
+    data = load_node_data("Cora", planetoid_split="full")
+    assert int(data.train_mask.sum()) == 2708 - 500 - 1000
+    assert not (data.train_mask & (data.val_mask | data.test_mask)).any()
+    with pytest.raises(ValueError, match="planetoid_split"):
+        load_node_data("Cora", planetoid_split="random")
+    with pytest.raises(ValueError, match="only to Planetoid"):
+        load_node_data("Chameleon", planetoid_split="full")
+
+
+@needs_mirror
+def test_chameleon_from_mirror(from_mirror):
+    data = load_node_data("Chameleon")
+    assert (data.num_nodes, data.num_features, data.num_classes) == (2277, 2325, 5)
+    # The 36101 directed Geom-GCN edges, symmetrised: 62742 off-diagonal entries + 50 self-loops.
+    assert data.is_undirected() and data.num_edges == 62792
+    assert int((data.edge_index[0] == data.edge_index[1]).sum()) == 50
+    assert torch.bincount(data.y).tolist() == [456, 460, 453, 521, 387]
+    assert data.train_mask.shape == (2277, 10)
+    assert [int(m[:, 0].sum()) for m in (data.train_mask, data.val_mask, data.test_mask)] == [1092, 729, 456]
+
+
+@needs_mirror
+def test_tu_without_features_gets_one_hot_degree(from_mirror):
+    dataset = load_graph_dataset("IMDB-BINARY")
+    assert (len(dataset), dataset.num_classes, dataset.num_node_features) == (1000, 2, 136)
+    graph = dataset[0]
+    assert torch.equal(graph.x.sum(dim=1), torch.ones(graph.num_nodes))
+    assert torch.equal(graph.x.argmax(dim=1), degree(graph.edge_index[1], graph.num_nodes).long())
+
+
+@needs_mirror
+def test_letter_low_has_2d_coordinates(from_mirror):
+    dataset = load_graph_dataset("Letter-low")
+    assert (len(dataset), dataset.num_classes, dataset.num_node_features) == (2250, 15, 2)
+    assert dataset[0].x.dtype == torch.float and not torch.all(dataset[0].x == dataset[0].x.round())
+
+
+@needs_mirror
+def test_mutag_loads(from_mirror):
+    dataset = load_graph_dataset("MUTAG")
+    assert (len(dataset), dataset.num_classes, dataset.num_node_features) == (188, 2, 7)
+    assert dataset._data.num_nodes == 3371  # 188 graphs x 17.93 nodes
+
+
+# --------------------------------------------------------------------------- unavailable data and checksums
+
+
+@needs_mirror
+def test_missing_pubmed_names_allx(fresh_root, no_network):
+    with pytest.raises(DatasetUnavailableError) as info:
+        load_node_data("PubMed")
+    message = str(info.value)
+    assert isinstance(info.value, FileNotFoundError)
+    assert "ind.pubmed.allx" in message and "_incomplete/" in message and "download failed" in message
+    assert str(fresh_root / "Planetoid" / "PubMed" / "raw") in message
+    assert str(MIRROR / "Planetoid" / "PubMed" / "raw") in message
+    assert "ind.pubmed.allx" in info.value.missing_files
+    raw = fresh_root / "Planetoid" / "PubMed" / "raw"
+    assert not raw.is_dir() or not os.listdir(raw)  # nothing partial left behind
+
+
+def test_missing_without_mirror_says_none_checked(fresh_root, no_network, monkeypatch):
+    monkeypatch.delenv("FGL_DATA_MIRROR")
+    with pytest.raises(DatasetUnavailableError, match="FGL_DATA_MIRROR is not set"):
+        ensure_raw("COLLAB")
+
+
+@pytest.mark.parametrize("name, pyg_class", [("PubMed", "Planetoid"), ("Photo", "Amazon")])
+def test_silent_server_fails_fast(fresh_root, monkeypatch, name, pyg_class):
+    """A server that accepts but never answers is given up after FGL_DOWNLOAD_TIMEOUT (fsspec and urllib paths)."""
+    import time
+
+    import torch_geometric.datasets as pyg_datasets
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        monkeypatch.setattr(getattr(pyg_datasets, pyg_class), "url", f"http://127.0.0.1:{server.getsockname()[1]}/")
+        monkeypatch.setenv("FGL_DOWNLOAD_TIMEOUT", "0.5")
+        monkeypatch.delenv("FGL_DATA_MIRROR")
+        start = time.monotonic()
+        with pytest.raises(DatasetUnavailableError, match="download failed"):
+            ensure_raw(name)
+        assert time.monotonic() - start < 10
+
+
+def test_network_timeouts_are_restored():
+    import fsspec
+
+    before = socket.getdefaulttimeout()
+    with ds._network_timeouts(3.0):
+        assert socket.getdefaulttimeout() == 3.0
+        http = fsspec.filesystem("https", skip_instance_cache=True)
+        assert http.client_kwargs["timeout"].sock_connect == 3.0
+        assert http.client_kwargs["timeout"].total is None  # large downloads are not cut short
+    assert socket.getdefaulttimeout() == before
+    assert "timeout" not in fsspec.filesystem("https", skip_instance_cache=True).client_kwargs
+
+
+def _copy_cora_mirror(target: Path) -> Path:
+    raw = target / "Planetoid" / "Cora" / "raw"
+    shutil.copytree(MIRROR / "Planetoid" / "Cora" / "raw", raw, dirs_exist_ok=True)
+    return raw
+
+
+@needs_mirror
+def test_corrupted_mirror_copy_is_rejected(fresh_root, tmp_path, monkeypatch):
+    bad_file = _copy_cora_mirror(tmp_path / "mirror") / "ind.cora.graph"
+    content = bytearray(bad_file.read_bytes())
+    content[100] ^= 0xFF
+    bad_file.write_bytes(bytes(content))
+    monkeypatch.setenv("FGL_DATA_MIRROR", str(tmp_path / "mirror"))
+
+    with pytest.raises(ChecksumMismatchError) as info:
+        load_node_data("Cora")
+    message = str(info.value)
+    expected = ds.known_checksums()["Planetoid/Cora/raw/ind.cora.graph"]
+    assert "ind.cora.graph" in message and expected in message and "FGL_VERIFY_CHECKSUMS=0" in message
+    assert [path.name for path, _, _ in info.value.mismatches] == ["ind.cora.graph"]
+    assert not (fresh_root / "Planetoid" / "Cora" / "raw" / "ind.cora.graph").exists()  # bad copy not kept
+
+    monkeypatch.setenv("FGL_VERIFY_CHECKSUMS", "0")
+    assert (ensure_raw("Cora") / "ind.cora.graph").read_bytes() == bytes(content)
+
+
+@needs_mirror
+def test_verification_runs_once_until_a_file_changes(fresh_root, monkeypatch):
+    raw = ensure_raw("CiteSeer")
+    assert (raw / ds.VERIFIED_MARKER).is_file()
+
+    def no_hashing(path):
+        raise AssertionError(f"{path} hashed again")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ds, "_sha256", no_hashing)
+        assert ensure_raw("CiteSeer") == raw
+
+    with open(raw / "ind.citeseer.y", "ab") as f:
+        f.write(b"\0")
+    with pytest.raises(ChecksumMismatchError, match="ind.citeseer.y"):
+        ensure_raw("CiteSeer")
+    assert (raw / "ind.citeseer.y").exists()  # files placed by the user are never deleted
+
+
+@needs_mirror
+def test_download_path_is_verified(fresh_root, monkeypatch):
+    from torch_geometric.datasets import Planetoid
+
+    def fake_download(self):
+        _copy_cora_mirror(Path(self.root).parent)
+
+    monkeypatch.delenv("FGL_DATA_MIRROR")
+    monkeypatch.setattr(Planetoid, "download", fake_download)
+    raw = ensure_raw("Cora")
+    assert (raw / ds.VERIFIED_MARKER).is_file()
+    assert dataset_status("Cora").status == "present"
+
+
+@needs_mirror
+def test_dataset_status(fresh_root, monkeypatch):
+    status = dataset_status("Cora")
+    assert (status.status, status.task, status.path) == ("mirror", "node", MIRROR / "Planetoid" / "Cora" / "raw")
+    assert status.size_bytes == 572444
+    assert dataset_status("PubMed").status == "missing"
+    assert dataset_status("chem").status == "mirror"
+
+    ensure_raw("Cora")
+    status = dataset_status("Cora")
+    assert (status.status, status.size_bytes) == ("present", 572444)
+    assert status.path == fresh_root / "Planetoid" / "Cora" / "raw"
+
+    monkeypatch.delenv("FGL_DATA_MIRROR")
+    assert dataset_status("CiteSeer").status == "missing"
+    assert dataset_status("Cora").status == "present"
+
+
+@needs_mirror
+def test_checksums_json_is_provenance_without_unconfirmed_rebuilds():
+    sums = json.loads(ds.CHECKSUMS_FILE.read_text())
+    assert sums == ds.checksums_from_provenance(MIRROR / "PROVENANCE.tsv")
+    assert "TUDataset/DD/raw/DD_A.txt" not in sums
+    assert "TUDataset/DD/raw/DD_node_labels.txt" in sums
+    assert "WikipediaNetwork/chameleon/geom_gcn/raw/out1_node_feature_label.txt" in sums
+    assert "Planetoid/PubMed/raw/ind.pubmed.x" in sums
+
+
+# --------------------------------------------------------------------------- data checksum
+
+
+def test_data_checksum_is_stable_and_sensitive(tiny_graph):
+    digest = data_checksum(tiny_graph)
+    assert len(digest) == 64 and digest == data_checksum(tiny_graph.clone())
+    moved = tiny_graph.clone()
+    moved.edge_index[1, 0] = 5
+    assert data_checksum(moved) != digest
+    relabelled = tiny_graph.clone()
+    relabelled.y[0] = 1
+    assert data_checksum(relabelled) != digest
+    no_features = tiny_graph.clone()
+    no_features.x = None
+    assert data_checksum(no_features) != digest
+
+
+@needs_mirror
+def test_data_checksum_on_cora(from_mirror):
+    first, second = load_node_data("Cora"), load_node_data("Cora")
+    assert data_checksum(first) == data_checksum(second)
+    second.edge_index[0, 0] = (second.edge_index[0, 0] + 1) % second.num_nodes
+    assert data_checksum(first) != data_checksum(second)

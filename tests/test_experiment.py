@@ -1,0 +1,150 @@
+"""Running experiments: validation first, grids, resumable sweeps, determinism on the real stack."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from fglcore import experiment
+from fglcore.algorithms import ALGORITHMS
+from fglcore.config import ConfigError, ExperimentConfig
+from fglcore.fl import Channel, RunResult
+from fglcore.results import RESULT_COLUMNS, ResultStore, config_id
+
+BASE = {"dataset": "Cora", "num_clients": 3, "algorithm": "fake_fast", "rounds": 2}
+
+
+class FakeAlgorithm:
+    """A registered stand-in that runs instantly; numbers depend only on the configuration."""
+
+    name = "fake_fast"
+    tasks = ("node",)
+    needs_cross_edges = True
+    calls: list[tuple[int, float]] = []
+    interrupt_at: int | None = None  # raise on this call number (1-based)
+    interrupt_with: type[BaseException] = KeyboardInterrupt
+
+    def __init__(self, config, federation, device):
+        self.config, self.federation, self.device = config, federation, device
+
+    def run(self, channel=None):
+        FakeAlgorithm.calls.append((self.config.seed, self.config.lr))
+        if len(FakeAlgorithm.calls) == FakeAlgorithm.interrupt_at:
+            raise FakeAlgorithm.interrupt_with("interrupted")
+        channel = channel or Channel()
+        channel.send("server", "client0", {"w": torch.zeros(self.config.hidden)}, 1)
+        accuracy = 0.5 + 0.01 * self.config.seed + self.config.lr
+        metrics = {"test_accuracy": accuracy, "val_accuracy": accuracy / 2, "test_macro_f1": 1 / 3}
+        return RunResult([], self.config.rounds, metrics, [], channel.ledger)
+
+
+@pytest.fixture
+def fake_stack(monkeypatch):
+    """Register the fake algorithm and replace the federation builder by one that records its calls."""
+    monkeypatch.setitem(ALGORITHMS._items, FakeAlgorithm.name, FakeAlgorithm)
+    FakeAlgorithm.calls, FakeAlgorithm.interrupt_at = [], None
+    built = []
+
+    def build_federation(config, keep_cross_edges=False):
+        built.append(keep_cross_edges)
+        return SimpleNamespace(task="node")
+
+    monkeypatch.setattr(experiment, "build_federation", build_federation)
+    return built
+
+
+def test_run_validates_builds_and_tags_rows(fake_stack):
+    rows = experiment.run({**BASE, "seed": 2, "paper": "toy", "table": "1", "device": "cpu"})
+    assert fake_stack == [True]  # keep_cross_edges follows the algorithm
+    values = {r["metric"]: r["value"] for r in rows}
+    assert values["accuracy"] == pytest.approx(100 * (0.52 + 0.01))
+    assert values["download_bytes"] == 64 * 4
+    assert all(r["method"] == "fake_fast" and r["paper"] == "toy" and r["seed"] == 2 for r in rows)
+
+
+def test_run_rejects_bad_config_before_loading_anything(fake_stack):
+    with pytest.raises(ConfigError, match="lr: must be >= 0"):
+        experiment.run({**BASE, "lr": -1.0})
+    with pytest.raises(ConfigError, match="unknown config key 'rounds_'"):
+        experiment.run({**BASE, "rounds_": 3})
+    assert fake_stack == [] and FakeAlgorithm.calls == []
+
+
+def test_run_full_returns_the_run_result(fake_stack):
+    rows, result = experiment.run_full(ExperimentConfig.from_dict(BASE))
+    assert isinstance(result, RunResult) and result.selected_round == 2
+    assert {r["selected_round"] for r in rows} == {2}
+
+
+def test_grid_is_the_cartesian_product_last_axis_fastest(fake_stack):
+    configs = experiment.grid(BASE, lr=[0.01, 0.1], seed=range(3))
+    assert [(c.lr, c.seed) for c in configs] == [(0.01, 0), (0.01, 1), (0.01, 2), (0.1, 0), (0.1, 1), (0.1, 2)]
+    assert all(isinstance(c, ExperimentConfig) and c.num_clients == 3 for c in configs)
+    with pytest.raises(ConfigError, match="grid axis 'dataset' must be a list"):
+        experiment.grid(BASE, dataset="Cora")
+
+
+def test_grid_validates_every_config_before_any_run(fake_stack, tmp_path):
+    # only the last combination is invalid
+    with pytest.raises(ConfigError, match=r"grid configuration \(dataset='Cora', seed=-1\): seed: must be >= 0"):
+        experiment.grid(BASE, dataset=["Cora"], seed=[0, 1, 2, -1])
+    configs = [{**BASE, "seed": s} for s in range(3)] + [{**BASE, "dataset": "Corra"}]
+    with pytest.raises(ConfigError, match="did you mean 'Cora'"):
+        experiment.sweep(configs, tmp_path / "results.csv", progress=False)
+    assert FakeAlgorithm.calls == [] and fake_stack == [] and not (tmp_path / "results.csv").exists()
+
+
+@pytest.mark.parametrize("interruption", [KeyboardInterrupt, RuntimeError])
+def test_interrupted_sweep_resumes_to_the_same_rows(fake_stack, tmp_path, interruption):
+    configs = experiment.grid(BASE, lr=[0.01, 0.1], seed=range(3))
+    straight = tmp_path / "straight.csv"
+    experiment.sweep(configs, straight, progress=False)
+    assert len(FakeAlgorithm.calls) == 6
+
+    FakeAlgorithm.calls, FakeAlgorithm.interrupt_at, FakeAlgorithm.interrupt_with = [], 4, interruption
+    resumed = tmp_path / "resumed.csv"
+    with pytest.raises(interruption):
+        experiment.sweep(configs, resumed, progress=False)
+    assert ResultStore(resumed).done_ids() == {config_id(c) for c in configs[:3]}  # finished cells kept
+
+    FakeAlgorithm.calls, FakeAlgorithm.interrupt_at = [], None
+    frame = experiment.sweep(configs, resumed, progress=False)
+    assert FakeAlgorithm.calls == [(c.seed, c.lr) for c in configs[3:]]  # only the unfinished cells ran
+    assert resumed.read_bytes() == straight.read_bytes()
+    assert list(frame.columns) == RESULT_COLUMNS and not frame.duplicated(["config_id", "metric"]).any()
+
+    FakeAlgorithm.calls = []
+    experiment.sweep(configs, resumed, progress=False)  # everything done: nothing runs, nothing changes
+    assert FakeAlgorithm.calls == [] and resumed.read_bytes() == straight.read_bytes()
+
+
+def test_sweep_runs_a_repeated_config_once_and_shows_progress(fake_stack, tmp_path, capsys):
+    config = ExperimentConfig.from_dict(BASE)
+    frame = experiment.sweep([config, dict(BASE), {**BASE, "progress": True}], tmp_path / "r.csv", desc="cells")
+    assert len(FakeAlgorithm.calls) == 1 and frame["config_id"].nunique() == 1
+    assert "cells" in capsys.readouterr().err
+
+
+def test_summarize_is_the_population_std_over_seeds(fake_stack, tmp_path):
+    frame = experiment.sweep(experiment.grid(BASE, seed=[0, 2]), tmp_path / "r.csv", progress=False)
+    summary = experiment.summarize(frame, by=["method", "metric"]).set_index("metric")
+    assert summary.loc["accuracy", "mean"] == pytest.approx(52.0)
+    assert summary.loc["accuracy", "std"] == pytest.approx(1.0)
+    assert summary.loc["accuracy", "n_seeds"] == 2
+
+
+REAL = {"dataset": "Cora", "partition": "louvain", "num_clients": 3, "algorithm": "fedavg", "rounds": 2,
+        "local_epochs": 1, "hidden": 16, "device": "cpu", "seed": 0}
+
+
+def test_real_run_on_cora_is_deterministic(tmp_path):
+    first = experiment.run(REAL)
+    assert experiment.run(REAL) == first
+    values = {r["metric"]: r["value"] for r in first}
+    assert 0 < values["accuracy"] <= 100 and values["upload_bytes"] > 0 and values["download_bytes"] > 0
+    assert {r["selected_round"] for r in first} <= {1, 2}
+    a, b = ResultStore(tmp_path / "a.csv"), ResultStore(tmp_path / "b.csv")
+    a.append(first)
+    b.append(experiment.run(REAL))
+    assert a.path.read_bytes() == b.path.read_bytes()

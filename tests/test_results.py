@@ -1,0 +1,149 @@
+"""The tidy results schema, config ids and the atomic, duplicate-free result store."""
+from __future__ import annotations
+
+import math
+import os
+
+import pandas as pd
+import pytest
+import torch
+
+from fglcore.config import ExperimentConfig
+from fglcore.fl import Channel, RunResult
+from fglcore.results import RESULT_COLUMNS, ResultStore, config_id, rows_from_result, summarize
+
+
+def make_config(**changes) -> ExperimentConfig:
+    # The dataclass constructor skips validation: these tests need no registry.
+    return ExperimentConfig(paper="fedspray", table="2", dataset="Cora", num_clients=3, **changes)
+
+
+def make_result(metrics: dict[str, float], selected_round: int = 4) -> RunResult:
+    channel = Channel()
+    channel.send("server", "client0", {"w": torch.zeros(10)}, 1)  # 40 bytes down
+    channel.send("client0", "server", {"w": torch.zeros(10), "num_samples": torch.tensor(1.0)}, 1)  # 44 up
+    channel.send("client0", "client1", {"h": torch.zeros(2, dtype=torch.float64)}, 1)  # 16 peer
+    return RunResult(history=[], selected_round=selected_round, metrics=metrics, per_client=[], ledger=channel.ledger)
+
+
+def rows_for(config: ExperimentConfig, value: float) -> list[dict]:
+    return rows_from_result(config, make_result({"test_accuracy": value, "val_accuracy": value}))
+
+
+def test_rows_follow_schema_with_percent_and_raw_units():
+    config = make_config(setting="E=5", seed=3)
+    result = make_result(
+        {"test_accuracy": 0.8125, "test_macro_f1": 0.5, "test_minority_accuracy": 0.25, "val_accuracy": 0.75, "test_loss": 0.3}
+    )
+    rows = rows_from_result(config, result)
+    assert all(list(row) == RESULT_COLUMNS for row in rows)
+    values = {row["metric"]: row["value"] for row in rows}
+    assert values == {
+        "accuracy": 81.25,
+        "macro_f1": 50.0,
+        "minority_accuracy": 25.0,
+        "val_accuracy": 75.0,
+        "upload_bytes": 44.0,
+        "download_bytes": 40.0,
+        "total_bytes": 100.0,
+    }
+    row = rows[0]
+    assert (row["paper"], row["table"], row["dataset"], row["method"], row["model"], row["setting"]) == (
+        "fedspray", "2", "Cora", "fedavg", "gcn", "E=5"
+    )
+    assert (row["num_clients"], row["seed"], row["selected_round"]) == (3, 3, 4)
+    assert {r["config_id"] for r in rows} == {config_id(config)}
+
+
+def test_metric_absent_or_nan_gets_no_row():
+    rows = rows_from_result(make_config(), make_result({"test_accuracy": 0.5, "test_minority_accuracy": math.nan}))
+    metrics = [r["metric"] for r in rows]
+    assert "minority_accuracy" not in metrics and "macro_f1" not in metrics and "accuracy" in metrics
+
+
+def test_config_id_is_stable_and_ignores_progress_and_device():
+    base = make_config()
+    assert config_id(base) == config_id(make_config())
+    assert config_id(base) == config_id(make_config(progress=True, device="cpu"))
+    assert config_id(base) != config_id(make_config(seed=1))
+    assert config_id(base) != config_id(make_config(partition_options={"delta": 20}))
+    assert len(config_id(base)) == 16
+
+
+def test_read_of_missing_store_is_empty_frame_with_schema(tmp_path):
+    frame = ResultStore(tmp_path / "results.csv").read()
+    assert list(frame.columns) == RESULT_COLUMNS and frame.empty
+    assert ResultStore(tmp_path / "results.csv").done_ids() == set()
+
+
+def test_append_round_trips_and_keeps_types(tmp_path):
+    store = ResultStore(tmp_path / "sub" / "results.csv")
+    config = make_config()
+    store.append(rows_for(config, 0.5))
+    frame = store.read()
+    assert list(frame.columns) == RESULT_COLUMNS
+    assert store.done_ids() == {config_id(config)}
+    assert frame["setting"].tolist() == [""] * len(frame)  # empty labels stay "", not NaN
+    assert frame["table"].iloc[0] == "2" and frame["num_clients"].iloc[0] == 3
+    assert frame.loc[frame["metric"] == "accuracy", "value"].item() == 50.0
+    assert not [p for p in os.listdir(store.path.parent) if p.endswith(".tmp")]
+
+
+def test_reappending_a_config_replaces_its_rows(tmp_path):
+    store = ResultStore(tmp_path / "results.csv")
+    first, second = make_config(seed=0), make_config(seed=1)
+    store.append(rows_for(first, 0.5))
+    store.append(rows_for(second, 0.6))
+    store.append(rows_for(first, 0.7))
+    frame = store.read()
+    assert len(frame) == 2 * len(rows_for(first, 0.5))
+    assert not frame.duplicated(["config_id", "metric"]).any()
+    accuracy = frame[frame["metric"] == "accuracy"].set_index("seed")["value"]
+    assert accuracy.to_dict() == {0: 70.0, 1: 60.0}
+
+
+def test_crash_during_write_leaves_old_file_intact(tmp_path, monkeypatch):
+    store = ResultStore(tmp_path / "results.csv")
+    store.append(rows_for(make_config(seed=0), 0.5))
+    before = store.path.read_bytes()
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt("interrupted while replacing")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(KeyboardInterrupt):
+        store.append(rows_for(make_config(seed=1), 0.6))
+    monkeypatch.undo()
+    assert store.path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["results.csv"]  # the temporary file was removed
+
+
+def test_append_rejects_rows_off_schema(tmp_path):
+    store = ResultStore(tmp_path / "results.csv")
+    row = rows_for(make_config(), 0.5)[0]
+    del row["seed"]
+    with pytest.raises(ValueError, match="missing \\['seed'\\]"):
+        store.append([row])
+    assert not store.path.exists()
+
+
+def test_store_refuses_a_file_with_other_columns(tmp_path):
+    path = tmp_path / "results.csv"
+    pd.DataFrame({"a": [1]}).to_csv(path, index=False)
+    with pytest.raises(ValueError, match="does not follow the results schema"):
+        ResultStore(path).read()
+
+
+def test_summarize_mean_and_population_std_over_seeds(tmp_path):
+    store = ResultStore(tmp_path / "results.csv")
+    for seed, value in enumerate([0.80, 0.84]):
+        store.append(rows_for(make_config(seed=seed), value))
+    summary = summarize(store.read())
+    accuracy = summary[summary["metric"] == "accuracy"].iloc[0]
+    assert accuracy["mean"] == pytest.approx(82.0)
+    assert accuracy["std"] == pytest.approx(2.0)  # ddof=0
+    assert accuracy["n_seeds"] == 2
+    by_metric = summarize(store.read(), by=["metric"])
+    assert list(by_metric.columns) == ["metric", "mean", "std", "n_seeds"]
+    with pytest.raises(ValueError, match="unknown column"):
+        summarize(store.read(), by=["dataset", "nope"])
