@@ -211,14 +211,32 @@ class ExperimentConfig:
             raise ConfigError(f"split_ratios: expected three non-negative fractions summing to 1 (train, val, test), got {ratios}")
         from fglcore.algorithms import ALGORITHMS
         from fglcore.data.datasets import DATASETS
+        from fglcore.data.partition import PARTITIONERS
+        from fglcore.data.splits import SPLITS
 
         task = DATASETS.get(self.dataset).task
-        supported = ALGORITHMS.get(self.algorithm).tasks
-        if task not in supported:
+        algorithm = ALGORITHMS.get(self.algorithm)
+        if task not in algorithm.tasks:
             raise ConfigError(
-                f"algorithm: {self.algorithm!r} supports {', '.join(supported)} tasks, "
+                f"algorithm: {self.algorithm!r} supports {', '.join(algorithm.tasks)} tasks, "
                 f"but dataset {self.dataset!r} is a {task} task"
             )
+        partitioner = PARTITIONERS.get(self.partition)
+        if partitioner.task != task:
+            raise ConfigError(
+                f"partition: {self.partition!r} partitions {partitioner.task}-level data, "
+                f"but dataset {self.dataset!r} is a {task} task; accepted: "
+                + ", ".join(n for n in PARTITIONERS.names() if PARTITIONERS.get(n).task == task)
+            )
+        partitioner.validate_options(self.partition_options)
+
+        if SPLITS.get(self.split).task != task:
+            raise ConfigError(
+                f"split: {self.split!r} splits {SPLITS.get(self.split).task}-level data, "
+                f"but dataset {self.dataset!r} is a {task} task; accepted: "
+                + ", ".join(n for n in SPLITS.names() if SPLITS.get(n).task == task)
+            )
+        algorithm.check_options(self.algorithm_options)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

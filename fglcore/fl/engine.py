@@ -153,7 +153,8 @@ class _Uploader:
         masked = []
         for cid, (client, update) in uploads.items():
             flat = torch.cat([update[k].detach().double().flatten() for k in shapes])
-            weighted = torch.cat([flat * client.num_samples, torch.tensor([float(client.num_samples)], dtype=torch.float64)])
+            count = torch.tensor([float(client.num_samples)], dtype=torch.float64, device=flat.device)
+            weighted = torch.cat([flat * client.num_samples, count])
             secret = self.secure.mask(cid, weighted, round)
             masked.append(self.channel.send(client.name, server.name, {"masked_update": secret}, round)["masked_update"])
         total = self.secure.unmask_sum(masked, round)

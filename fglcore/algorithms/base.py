@@ -1,0 +1,257 @@
+"""The :class:`Algorithm` interface and the registry of algorithms.
+
+An algorithm turns an :class:`~fglcore.config.ExperimentConfig` and a
+federation into a :class:`~fglcore.fl.engine.Server` and its
+:class:`~fglcore.fl.engine.Client` objects (:meth:`Algorithm.build`);
+:meth:`Algorithm.run` then drives them through
+:func:`~fglcore.fl.engine.run_rounds`. A new algorithm is one module in this
+package holding one subclass decorated with :func:`register_algorithm`::
+
+    @register_algorithm
+    class MyMethod(Algorithm):
+        \"\"\"What it does (Author et al., Venue Year, Eq. n).\"\"\"
+        name = "mymethod"
+        default_options = {"alpha": 0.5}
+
+        def build(self, channel):
+            ...
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, ClassVar, Mapping, Sequence
+
+import torch
+from torch import nn
+
+from fglcore.algorithms.training import ExtraLoss, GraphTrainer, NodeTrainer, client_seed
+from fglcore.config import ConfigError, ExperimentConfig, check_choice, check_type, check_unknown_keys
+from fglcore.fl.channel import Channel
+from fglcore.fl.engine import Client, Payload, RunResult, Server, run_rounds
+from fglcore.fl.secure import SecureAggregator
+from fglcore.metrics import Prediction
+from fglcore.models import build_model
+from fglcore.registry import Registry
+from fglcore.runtime import set_seed
+
+Trainer = NodeTrainer | GraphTrainer
+
+
+class Algorithm:
+    """Base class of every federated (or reference) training algorithm.
+
+    Class attributes describe the algorithm to the rest of the package:
+
+    * ``name``: its registry name (``config.algorithm``);
+    * ``tasks``: the federation tasks it supports (``"node"``, ``"graph"``);
+    * ``needs_cross_edges``: whether the federation must keep the edges
+      between clients (``build_federation(config, keep_cross_edges=True)``);
+    * ``default_options``: every accepted ``config.algorithm_options`` key
+      with its default; a value must have the default's type;
+    * ``option_choices``: for string options, the accepted values;
+    * ``citation``: the paper it follows.
+    """
+
+    name: ClassVar[str]
+    tasks: ClassVar[tuple[str, ...]] = ("node",)
+    needs_cross_edges: ClassVar[bool] = False
+    default_options: ClassVar[dict[str, Any]] = {}
+    option_choices: ClassVar[dict[str, tuple[str, ...]]] = {}
+    citation: ClassVar[str] = ""
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
+        """``options`` merged over :attr:`default_options`, after checking names, types and choices.
+
+        Raises :class:`~fglcore.config.ConfigError` naming the offending key
+        and what is accepted.
+        """
+        if not isinstance(options, Mapping):
+            raise ConfigError(f"algorithm_options: expected a mapping, got {type(options).__name__}")
+        if options and not cls.default_options:
+            raise ConfigError(
+                f"unknown {cls.name} option {next(iter(options))!r}; algorithm {cls.name!r} accepts no options"
+            )
+        check_unknown_keys(options, list(cls.default_options), f"{cls.name} option")
+        merged = dict(cls.default_options)
+        for key, value in options.items():
+            default = cls.default_options[key]
+            expected = Any if default is None else type(default)
+            merged[key] = check_type(f"algorithm_options.{key}", value, expected)
+            if key in cls.option_choices:
+                check_choice(f"algorithm_options.{key}", merged[key], list(cls.option_choices[key]))
+        return merged
+
+    def __init__(self, config: ExperimentConfig, federation: Any, device: torch.device | str):
+        task = getattr(federation, "task", None)
+        if task not in self.tasks:
+            raise ConfigError(
+                f"algorithm: {self.name!r} supports {', '.join(self.tasks)} tasks, but the federation is a {task} task"
+            )
+        self.config = config
+        self.federation = federation
+        self.device = torch.device(device)
+        self.task: str = task
+        self.options = self.check_options(config.algorithm_options)
+        self.server: Server | None = None
+        self.clients: list[Client] = []
+
+    # -- the federation ---------------------------------------------------------------------------
+
+    @property
+    def clients_data(self) -> list[Any]:
+        """Per client: a node-task ``Data`` subgraph or a graph-task ``GraphClient``."""
+        return list(self.federation.clients)
+
+    @property
+    def num_classes(self) -> int:
+        """Classes scored by macro-F1 (the largest class count of a multi-dataset federation)."""
+        classes = getattr(self.federation, "num_classes", None)
+        if classes is None:
+            classes = max(c.num_classes for c in self.federation.clients)
+        return int(classes)
+
+    def client_dims(self) -> list[tuple[int, int]]:
+        """``(in_channels, out_channels)`` of each client's model."""
+        if self.task == "node":
+            dims = (int(self.federation.num_features), int(self.federation.num_classes))
+            return [dims] * len(self.clients_data)
+        return [(int(c.num_features), int(c.num_classes)) for c in self.clients_data]
+
+    # -- models and trainers ----------------------------------------------------------------------
+
+    def make_model(self, in_channels: int, out_channels: int) -> nn.Module:
+        """``config.model`` with the config's width, depth and dropout; node models cache their graph."""
+        c = self.config
+        return build_model(
+            c.model,
+            in_channels,
+            c.hidden,
+            out_channels,
+            num_layers=c.num_layers,
+            dropout=c.dropout,
+            task=self.task,
+            cached=self.task == "node",
+        )
+
+    def init_models(self) -> tuple[nn.Module, list[nn.Module]]:
+        """The global model seeded by ``config.seed`` and one client model per client started from it.
+
+        Clients whose widths equal the first client's get an exact copy of
+        the global model. Others (a multi-dataset graph federation) get their
+        own input and output layers and copy every parameter and buffer whose
+        name and shape agree with the global model (e.g. the GIN convolutions).
+        """
+        set_seed(self.config.seed)
+        dims = self.client_dims()
+        reference = self.make_model(*dims[0])
+        reference_state = reference.state_dict()
+        models = []
+        for in_channels, out_channels in dims:
+            if (in_channels, out_channels) == dims[0]:
+                models.append(copy.deepcopy(reference))
+                continue
+            model = self.make_model(in_channels, out_channels)
+            own = model.state_dict()
+            model.load_state_dict(
+                {k: v for k, v in reference_state.items() if k in own and own[k].shape == v.shape}, strict=False
+            )
+            models.append(model)
+        return reference, models
+
+    def make_trainer(self, model: nn.Module, cid: int) -> Trainer:
+        """Bind ``model`` to client ``cid``'s data on :attr:`device`."""
+        client = self.clients_data[cid]
+        if self.task == "node":
+            return NodeTrainer(model, client, self.config, self.device)
+        return GraphTrainer(
+            model,
+            graph_split(client, "train"),
+            {split: graph_split(client, split) for split in ("val", "test")},
+            self.config,
+            self.device,
+            seed=client_seed(self.config.seed, cid),
+        )
+
+    # -- running ------------------------------------------------------------------------------------
+
+    def build(self, channel: Channel) -> tuple[Server | None, list[Client]]:
+        """Create the server (``None`` when there is none) and the clients; messages sent while
+        building (if any) go through ``channel``."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement build")
+
+    def run(self, channel: Channel | None = None, *, callbacks: Sequence = ()) -> RunResult:
+        """Build, then run ``config.rounds`` rounds with the config's evaluation and selection rules.
+
+        The trained participants stay available as :attr:`server` and
+        :attr:`clients` (e.g. to inspect the final models).
+        """
+        channel = channel if channel is not None else Channel()
+        server, clients = self.build(channel)
+        self.server, self.clients = server, clients
+        c = self.config
+        secure = None
+        if c.secure_aggregation and server is not None:
+            secure = SecureAggregator([client.cid for client in clients], seed=c.seed)
+        return run_rounds(
+            server,
+            clients,
+            channel,
+            rounds=c.rounds,
+            num_classes=self.num_classes,
+            evaluate_every=c.evaluate_every,
+            selection=c.selection,
+            selection_metric=c.selection_metric,
+            patience=c.patience,
+            metric_aggregation=c.metric_aggregation,
+            secure=secure,
+            progress=c.progress,
+            description=self.name,
+            callbacks=callbacks,
+        )
+
+
+def graph_split(client: Any, split: str) -> list:
+    """The graphs of a ``GraphClient`` in ``split`` (``train``, ``val`` or ``test``)."""
+    return [client.graphs[int(i)] for i in getattr(client, f"{split}_idx")]
+
+
+class TrainerClient(Client):
+    """A client that trains its model ``epochs`` epochs a round and evaluates it; uploads nothing.
+
+    Subclasses add communication by overriding :meth:`receive` and
+    :meth:`upload`, and terms of the local objective with :meth:`extra_loss`.
+    """
+
+    def __init__(self, cid: int, trainer: Trainer, epochs: int):
+        super().__init__(cid, trainer.num_train_samples)
+        self.trainer = trainer
+        self.epochs = epochs
+
+    @property
+    def model(self) -> nn.Module:
+        return self.trainer.model
+
+    def fit(self, round: int) -> Payload | None:
+        self.trainer.train_epochs(self.epochs, extra_loss=self.extra_loss())
+        return self.upload()
+
+    def extra_loss(self) -> ExtraLoss | None:
+        """A term added to every local step's loss (see :mod:`fglcore.algorithms.training`); none by default."""
+        return None
+
+    def upload(self) -> Payload | None:
+        """What to send the server after training; ``None`` sends nothing."""
+        return None
+
+    def evaluate(self) -> dict[str, Prediction]:
+        return self.trainer.predict()
+
+
+ALGORITHMS: Registry[type[Algorithm]] = Registry("algorithm")
+
+
+def register_algorithm(cls: type[Algorithm]) -> type[Algorithm]:
+    """Class decorator: add ``cls`` to :data:`ALGORITHMS` under ``cls.name``."""
+    ALGORITHMS.register(cls.name, cls)
+    return cls
