@@ -10,6 +10,8 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.fgl-installed
 export FGL_THREADS ?= 2
+# An offline mirror in PyG raw layout beside the checkout is used when present.
+export FGL_DATA_MIRROR ?= $(abspath $(wildcard ../shared/data))
 
 .PHONY: venv reproduce test benchmark clean-outputs
 

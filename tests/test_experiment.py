@@ -28,6 +28,10 @@ class FakeAlgorithm:
     def __init__(self, config, federation, device):
         self.config, self.federation, self.device = config, federation, device
 
+    @classmethod
+    def check_options(cls, options):
+        return dict(options)
+
     def run(self, channel=None):
         FakeAlgorithm.calls.append((self.config.seed, self.config.lr))
         if len(FakeAlgorithm.calls) == FakeAlgorithm.interrupt_at:
