@@ -30,7 +30,7 @@ from fglcore.data.datasets import (
 )
 from fglcore.registry import UnknownNameError
 
-MIRROR = Path(os.environ.get("FGL_DATA_MIRROR") or Path(__file__).resolve().parents[2] / "shared" / "data")
+MIRROR = Path(os.environ.get("FGL_DATA_MIRROR") or Path(__file__).resolve().parents[2] / "shared" / "data").resolve()
 needs_mirror = pytest.mark.skipif(not (MIRROR / "Planetoid" / "Cora" / "raw").is_dir(),
                                   reason=f"offline data mirror not found at {MIRROR}")
 
