@@ -21,6 +21,7 @@ from torch_geometric.data import Batch
 from fglcore import experiment, runtime
 from fglcore.config import ExperimentConfig
 from fglcore.data.federation import build_federation
+from fglcore.algorithms.training import make_optimizer
 from fglcore.models import build_model
 
 ROUNDS, EPOCHS, CLIENTS = 100, 3, 10
@@ -33,7 +34,7 @@ def plain_central_seconds(config: ExperimentConfig) -> float:
     runtime.set_seed(config.seed)
     model = build_model(config.model, federation.num_features, config.hidden, federation.num_classes,
                         dropout=config.dropout, cached=True)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = make_optimizer(model.parameters(), config)  # the same optimiser the clients use
     start = time.perf_counter()
     model.train()
     for _ in range(ROUNDS * EPOCHS):

@@ -72,7 +72,7 @@ import yaml
 
 from fglcore import paths
 from fglcore.registry import unknown_name_message
-from fglcore.results import RESULT_COLUMNS, STD_DDOF, write_csv_atomic
+from fglcore.results import LABEL_COLUMNS, RESULT_COLUMNS, STD_DDOF, write_csv_atomic
 
 DEFAULT_TOLERANCE = 1.5
 """Smallest tolerance, in points: seeds, library versions and hardware move results by about this much."""
@@ -83,13 +83,7 @@ CLAIM_GROUP_COLUMNS = ["dataset", *OPTIONAL_LABELS]
 """Label columns a claim may be checked ``per`` and a participant may fix."""
 
 COMPARISON_COLUMNS = [
-    "table",
-    "dataset",
-    "partition",
-    "num_clients",
-    "method",
-    "model",
-    "setting",
+    *[c for c in LABEL_COLUMNS if c != "paper"],
     "metric",
     "paper_mean",
     "paper_std",

@@ -60,23 +60,9 @@ if TYPE_CHECKING:
     from fglcore.config import ExperimentConfig
     from fglcore.fl.engine import RunResult
 
-RESULT_COLUMNS = [
-    "paper",
-    "table",
-    "dataset",
-    "partition",
-    "num_clients",
-    "method",
-    "model",
-    "setting",
-    "metric",
-    "seed",
-    "value",
-    "selected_round",
-    "config_id",
-]
 LABEL_COLUMNS = ["paper", "table", "dataset", "partition", "num_clients", "method", "model", "setting"]
 """Columns that name a table cell; with ``metric`` they identify what a row measures."""
+RESULT_COLUMNS = [*LABEL_COLUMNS, "metric", "seed", "value", "selected_round", "config_id"]
 STRING_COLUMNS = ["paper", "table", "dataset", "partition", "method", "model", "setting", "metric", "config_id"]
 INTEGER_COLUMNS = ["num_clients", "seed", "selected_round"]
 

@@ -37,10 +37,15 @@ EVAL_SPLITS = ("val", "test")
 
 
 def make_optimizer(parameters: Iterable[nn.Parameter], config: ExperimentConfig) -> torch.optim.Optimizer:
-    """Adam or plain SGD (``config.optimizer``) with ``config.lr`` and ``config.weight_decay``."""
+    """Adam or plain SGD (``config.optimizer``) with ``config.lr`` and ``config.weight_decay``.
+
+    Adam uses PyTorch's fused kernel: the same update rule in one call per
+    step instead of one per parameter, which makes many small client
+    optimisers about 30% cheaper (``benchmarks/simulation_overhead.py``).
+    """
     parameters = [p for p in parameters if p.requires_grad]
     if config.optimizer == "adam":
-        return torch.optim.Adam(parameters, lr=config.lr, weight_decay=config.weight_decay)
+        return torch.optim.Adam(parameters, lr=config.lr, weight_decay=config.weight_decay, fused=True)
     if config.optimizer == "sgd":
         return torch.optim.SGD(parameters, lr=config.lr, weight_decay=config.weight_decay)
     raise ValueError(f"unknown optimizer {config.optimizer!r}; accepted: adam, sgd")

@@ -107,10 +107,11 @@ def _metric_improved(value: float, best: float, metric: str) -> bool:
     return value < best if metric.endswith("loss") else value > best
 
 
-def evaluate_clients(
-    clients: Sequence[Client], num_classes: int, aggregation: str
-) -> tuple[dict[str, float], list[dict[str, float]]]:
-    """Evaluate every client; return aggregated ``{split}_{metric}`` and per-client metrics."""
+Outputs = list[dict[str, Prediction]]
+
+
+def evaluate_clients(clients: Sequence[Client], num_classes: int, aggregation: str) -> tuple[dict[str, float], Outputs]:
+    """Evaluate every client; return aggregated ``{split}_{metric}`` metrics and the raw predictions."""
     outputs = [c.evaluate() for c in clients]
     splits = sorted({s for out in outputs for s in out})
     metrics: dict[str, float] = {}
@@ -118,15 +119,20 @@ def evaluate_clients(
         preds = [out[split] for out in outputs if split in out]
         for key, value in summarize_predictions(preds, num_classes, aggregation).items():
             metrics[f"{split}_{key}"] = value
-    per_client = []
+    return metrics, outputs
+
+
+def per_client_metrics(clients: Sequence[Client], outputs: Outputs, num_classes: int) -> list[dict[str, float]]:
+    """One row of ``{split}_{metric}`` per client (computed only for the selected round)."""
+    rows = []
     for client, out in zip(clients, outputs):
         row: dict[str, float] = {"client": client.cid, "num_samples": client.num_samples}
         for split, pred in out.items():
             for key, value in summarize_predictions([pred], num_classes, "micro").items():
                 row[f"{split}_{key}"] = value
             row[f"{split}_size"] = pred.num_samples
-        per_client.append(row)
-    return metrics, per_client
+        rows.append(row)
+    return rows
 
 
 class _Uploader:
@@ -207,7 +213,7 @@ def run_rounds(
                 client.receive(channel.send(server.name, client.name, payload, round), round)
 
     history: list[dict[str, float]] = []
-    selected: dict = {"round": 0, "metrics": {}, "per_client": []}
+    selected: dict = {"round": 0, "metrics": {}, "outputs": []}
     best_value, since_best, stopped = math.nan, 0, False
     deliver(1)
     bar = tqdm(range(1, rounds + 1), desc=description, disable=not progress, leave=False)
@@ -222,7 +228,7 @@ def run_rounds(
             deliver(r + 1)
         if r % evaluate_every and r != rounds:
             continue
-        metrics, per_client = evaluate_clients(clients, num_classes, metric_aggregation)
+        metrics, outputs = evaluate_clients(clients, num_classes, metric_aggregation)
         history.append({"round": r, **metrics})
         value = metrics.get(selection_metric, math.nan)
         improved = _metric_improved(value, best_value, selection_metric)
@@ -231,10 +237,11 @@ def run_rounds(
         else:
             since_best += 1
         if selection == "last" or improved or not selected["metrics"]:
-            selected = {"round": r, "metrics": metrics, "per_client": per_client}
+            selected = {"round": r, "metrics": metrics, "outputs": outputs}
         bar.set_postfix({k: f"{metrics[k]:.3f}" for k in ("val_accuracy", "test_accuracy") if k in metrics})
         if any(cb(r, metrics) for cb in callbacks) or (patience and since_best >= patience):
             stopped = r < rounds
             break
     bar.close()
-    return RunResult(history, selected["round"], selected["metrics"], selected["per_client"], channel.ledger, stopped)
+    per_client = per_client_metrics(clients, selected["outputs"], num_classes)
+    return RunResult(history, selected["round"], selected["metrics"], per_client, channel.ledger, stopped)
