@@ -10,7 +10,9 @@ that the same client and server code can later run on one:
    update; the server aggregates (:meth:`Server.aggregate`);
 3. the server sends the new payload, clients take it in and evaluate
    (:meth:`Client.evaluate`) -- that same payload is what they train from in
-   round ``r + 1``, so it crosses the network once.
+   round ``r + 1``, so it crosses the network once. The payload sent after
+   the last round (ledger round ``R + 1``) is the final model the clients
+   evaluate and deploy; it is counted, as a real deployment would send it.
 
 Server and clients never share objects: every tensor goes through the
 :class:`~fglcore.fl.channel.Channel`, whose ledger is the record of what was
