@@ -19,9 +19,9 @@ import torch.nn.functional as F
 from torch_geometric.data import Batch
 
 from fglcore import experiment, runtime
+from fglcore.algorithms.training import make_optimizer
 from fglcore.config import ExperimentConfig
 from fglcore.data.federation import build_federation
-from fglcore.algorithms.training import make_optimizer
 from fglcore.models import build_model
 
 ROUNDS, EPOCHS, CLIENTS = 100, 3, 10

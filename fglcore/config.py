@@ -236,7 +236,7 @@ class ExperimentConfig:
                 f"but dataset {self.dataset!r} is a {task} task; accepted: "
                 + ", ".join(n for n in SPLITS.names() if SPLITS.get(n).task == task)
             )
-        algorithm.check_options(self.algorithm_options)
+        algorithm.check_config(self)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -1,8 +1,8 @@
 """environment.yml and pyproject.toml must describe the same environment."""
 import re
-import tomllib
 from pathlib import Path
 
+import tomllib
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent

@@ -29,8 +29,8 @@ class FakeAlgorithm:
         self.config, self.federation, self.device = config, federation, device
 
     @classmethod
-    def check_options(cls, options):
-        return dict(options)
+    def check_config(cls, config):
+        pass
 
     def run(self, channel=None):
         FakeAlgorithm.calls.append((self.config.seed, self.config.lr))

@@ -49,7 +49,9 @@ class Algorithm:
     * ``default_options``: every accepted ``config.algorithm_options`` key
       with its default; a value must have the default's type;
     * ``option_choices``: for string options, the accepted values;
-    * ``citation``: the paper it follows.
+    * ``citation``: the paper it follows;
+    * ``secure_aggregation_unsupported``: why the server needs individual
+      updates (so secure aggregation cannot be used), or ``None``.
     """
 
     name: ClassVar[str]
@@ -58,6 +60,17 @@ class Algorithm:
     default_options: ClassVar[dict[str, Any]] = {}
     option_choices: ClassVar[dict[str, tuple[str, ...]]] = {}
     citation: ClassVar[str] = ""
+    secure_aggregation_unsupported: ClassVar[str | None] = None
+
+    @classmethod
+    def check_config(cls, config: ExperimentConfig) -> None:
+        """Reject settings this algorithm cannot honour; called by config validation, before any data loads."""
+        cls.check_options(config.algorithm_options)
+        if config.secure_aggregation and cls.secure_aggregation_unsupported:
+            raise ConfigError(
+                f"secure_aggregation: not supported by {cls.name} -- {cls.secure_aggregation_unsupported}; "
+                "set secure_aggregation to false"
+            )
 
     @classmethod
     def check_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -88,6 +101,7 @@ class Algorithm:
             raise ConfigError(
                 f"algorithm: {self.name!r} supports {', '.join(self.tasks)} tasks, but the federation is a {task} task"
             )
+        self.check_config(config)
         self.config = config
         self.federation = federation
         self.device = torch.device(device)

@@ -23,7 +23,6 @@ class, as for federated methods. No message is sent.
 """
 from __future__ import annotations
 
-
 import torch
 from torch import Tensor
 from torch_geometric.data import Data

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+
 import torch
 from torch import Tensor
 from torch_geometric.data import Data, Dataset
