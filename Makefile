@@ -10,9 +10,6 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.fgl-installed
 export FGL_THREADS ?= 2
-# Idle OpenMP threads sleep instead of spinning: a notebook kernel and the test
-# process share two cores, and spinning threads slow small GNN steps 100-fold.
-export OMP_WAIT_POLICY ?= PASSIVE
 # An offline mirror in PyG raw layout beside the checkout is used when present.
 export FGL_DATA_MIRROR ?= $(abspath $(wildcard ../shared/data))
 
