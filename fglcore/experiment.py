@@ -107,14 +107,16 @@ def sweep(
     progress: bool = True,
     desc: str = "sweep",
 ) -> pd.DataFrame:
-    """Run every configuration not yet stored in ``path`` and return all stored rows.
+    """Run every configuration not yet stored in ``path`` and return the rows of ``configs``.
 
     All configurations are validated before the first runs. Configurations
     whose :func:`~fglcore.results.config_id` is already in the store are
     skipped (resume), as are repeats within ``configs``; the others run in
     order and each one's rows are written as soon as it finishes. An
     exception or ``KeyboardInterrupt`` propagates and loses only the
-    configuration that was running.
+    configuration that was running. Rows of other configurations in the
+    store (an earlier sweep with other parameters) stay in the file but are
+    not returned, so tables never mix settings.
     """
     configs = [as_config(c) for c in configs]
     store = ResultStore(path)
@@ -129,4 +131,6 @@ def sweep(
             bar.set_postfix_str(_label(config))
             store.append(run(config))
             bar.update()
-    return store.read()
+    rows = store.read()
+    wanted = {config_id(c) for c in configs}
+    return rows[rows["config_id"].isin(wanted)].reset_index(drop=True)

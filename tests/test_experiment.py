@@ -130,6 +130,14 @@ def test_sweep_runs_a_repeated_config_once_and_shows_progress(fake_stack, tmp_pa
     assert "cells" in capsys.readouterr().err
 
 
+def test_sweep_returns_only_its_own_configurations(fake_stack, tmp_path):
+    path = tmp_path / "r.csv"
+    experiment.sweep(experiment.grid(BASE, lr=[0.01]), path, progress=False)
+    frame = experiment.sweep(experiment.grid(BASE, lr=[0.1]), path, progress=False)
+    assert ResultStore(path).read()["config_id"].nunique() == 2  # the earlier cell stays stored for resuming
+    assert frame["config_id"].unique().tolist() == [config_id(experiment.grid(BASE, lr=[0.1])[0])]
+
+
 def test_summarize_is_the_population_std_over_seeds(fake_stack, tmp_path):
     frame = experiment.sweep(experiment.grid(BASE, seed=[0, 2]), tmp_path / "r.csv", progress=False)
     summary = experiment.summarize(frame, by=["method", "metric"]).set_index("metric")
