@@ -32,9 +32,3 @@ def get_device(preference: str = "auto") -> torch.device:
         raise RuntimeError(f"device {preference!r} requested but CUDA is not available; use 'auto' or 'cpu'")
     return torch.device(preference)
 
-
-def make_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
-    """A private RNG, so library code never disturbs the global stream."""
-    g = torch.Generator(device=device)
-    g.manual_seed(seed)
-    return g
