@@ -121,6 +121,7 @@ from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
 from fglcore.fl.engine import Client, Payload
 from fglcore.fl.parameters import load_payload, module_payload, weighted_mean
+from fglcore.models.sparse_input import accept_constant_features, constant_features
 
 PROXIES = "proxies"
 CLASS_RATIOS = "class_ratios"
@@ -333,7 +334,8 @@ class FedSprayClient(TrainerClient):
         self.options = dict(options)
         self.num_classes = num_classes
         device = trainer.device
-        self.encoder = encoder.to(device)
+        self.encoder = accept_constant_features(encoder.to(device))
+        self.train_features = constant_features(trainer.x[trainer.train_idx])
         self.encoder_optimizer = make_optimizer(self.encoder.parameters(), config)
         self.use_proxies = not self.options["zero_proxies"]
         start = self.options["local_proxy_init"] if self.use_proxies else 0.0
@@ -418,7 +420,7 @@ class FedSprayClient(TrainerClient):
     def train_encoder(self, gnn_logits: Tensor) -> float:
         """Phase 2 (Alg. 1 lines 15-22): ``epochs`` full-batch steps of Eq. 11 on the encoder and labeled proxies."""
         t = self.trainer
-        x, labels = t.x[t.train_idx], t.y_train
+        x, labels = self.train_features, t.y_train
         self.encoder.train()
         loss = torch.zeros((), device=t.device)
         for _ in range(self.epochs):

@@ -48,6 +48,7 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from fglcore.config import ExperimentConfig
 from fglcore.metrics import Prediction, minority_mask
 from fglcore.models.operators import GCN, SUM, GraphOperators, SparseOperator, required_operators
+from fglcore.models.sparse_input import accept_constant_features, constant_features
 
 ExtraLoss = Callable[[Tensor], Tensor]
 EVAL_SPLITS = ("val", "test")
@@ -102,10 +103,10 @@ class NodeTrainer:
         *,
         minority: Tensor | None = None,
     ):
-        self.model = model.to(device)
+        self.model = accept_constant_features(model.to(device))
         self.config = config
         self.device = device
-        self.x = data.x.to(device)
+        self.x = constant_features(data.x.to(device))
         self.edge_index = data.edge_index.to(device)
         self.y = data.y.to(device)
         self.train_idx = data.train_mask.nonzero().view(-1).to(device)

@@ -27,6 +27,8 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.nn.inits import reset
 from torch_geometric.utils import add_remaining_self_loops, degree
 
+from fglcore.models import sparse_input
+
 NORMALIZATIONS = ("sym", "rw")
 
 
@@ -265,7 +267,7 @@ class NodeWiseLinear(nn.Linear):
     """A linear layer with a message-passing signature; it ignores the graph."""
 
     def forward(self, x: Tensor, edge_index: Tensor | None = None) -> Tensor:  # noqa: ARG002
-        return super().forward(x)
+        return sparse_input.linear(x, self.weight, self.bias)
 
 
 class MLP(StackedGNN):
