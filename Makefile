@@ -13,7 +13,7 @@ export FGL_THREADS ?= 2
 # An offline mirror in PyG raw layout beside the checkout is used when present.
 export FGL_DATA_MIRROR ?= $(abspath $(wildcard ../shared/data))
 
-.PHONY: venv reproduce test benchmark benchmark-fedstar
+.PHONY: venv reproduce test benchmark benchmark-fedstar benchmark-sparse
 
 venv: $(STAMP)
 
@@ -36,3 +36,7 @@ benchmark: $(STAMP)
 # FedStar's graph trainer: straight port vs plain vs fast path, per client and projected Table 1 (about 9 min).
 benchmark-fedstar: $(STAMP)
 	FGL_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python benchmarks/fedstar_speed.py --threads 1 --workers 2
+
+# Node tasks: FedSpray's Table 2 runs with dense vs sparse first layers (FGL_SPARSE_FEATURES), 20 rounds (about 10 min).
+benchmark-sparse: $(STAMP)
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/sparse_features.py --threads 1

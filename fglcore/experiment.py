@@ -156,6 +156,10 @@ def sweep(
     one (the same computation under other labels: ``paper``, ``table``,
     ``setting``) is not run again: the stored rows are copied with its labels.
 
+    Before each run the store is read again, so two sweeps sharing one file
+    (two notebooks of a paper run side by side) skip or copy what the other
+    has stored in the meantime.
+
     ``per_client`` / ``curve`` also store each run's per-client and
     per-round rows (:func:`fglcore.results.rows_from_result`). A stored
     configuration that lacks them (stored by a sweep that did not ask for
@@ -174,6 +178,12 @@ def sweep(
     with tqdm(total=total, initial=total - len(todo), desc=desc, disable=not progress) as bar:
         for cid, config in todo.items():
             rid = run_id(config)
+            if rid not in computed:  # another process sharing the file may have stored it since
+                done = _done_ids(store, per_client=per_client, curve=curve)
+                if cid in done:
+                    bar.update()
+                    continue
+                computed.update({r: c for c, r in store.run_ids().items() if c in done})
             if rid in computed:
                 store.append(_relabelled(store.read(), computed[rid], config, per_client=per_client, curve=curve),
                              run_id=rid)

@@ -59,6 +59,7 @@ sweep resumes from the configurations already stored.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -69,6 +70,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import pandas as pd
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
 
 if TYPE_CHECKING:
     from fglcore.config import ExperimentConfig
@@ -265,7 +271,10 @@ class ResultStore:
     either the previous complete file or the new one, never half a file.
     Rows of a ``config_id`` that is already stored **replace** the stored rows
     of that id (the newest run wins), so a configuration never has rows twice.
-    The store assumes one writer at a time.
+    Several processes may append to one store (two notebooks of a paper run
+    side by side): each read-modify-write holds an exclusive lock on
+    ``.<name>.lock`` beside the file (``fcntl``; where it is missing, as on
+    Windows, the store assumes one writer at a time).
 
     Beside the file, ``<stem>.runs.csv`` maps each ``config_id`` to its
     :func:`run_id` (written by :meth:`append` when given one), so a sweep can
@@ -309,15 +318,30 @@ class ResultStore:
         check_rows(rows)
         if not rows:
             return
-        stored = self.read()
         new = _typed(pd.DataFrame(rows, columns=RESULT_COLUMNS))
-        kept = stored[~stored["config_id"].isin(set(new["config_id"]))]
-        combined = new if kept.empty else pd.concat([kept, new], ignore_index=True)
-        self._write(combined)
-        if run_id is not None:
-            index = {**self.run_ids(), **{cid: run_id for cid in new["config_id"].unique()}}
-            write_csv_atomic(pd.DataFrame({"config_id": list(index), "run_id": list(index.values())}),
-                             self.index_path)
+        with self._exclusive():
+            stored = self.read()
+            kept = stored[~stored["config_id"].isin(set(new["config_id"]))]
+            combined = new if kept.empty else pd.concat([kept, new], ignore_index=True)
+            self._write(combined)
+            if run_id is not None:
+                index = {**self.run_ids(), **{cid: run_id for cid in new["config_id"].unique()}}
+                write_csv_atomic(pd.DataFrame({"config_id": list(index), "run_id": list(index.values())}),
+                                 self.index_path)
+
+    @contextlib.contextmanager
+    def _exclusive(self):
+        """Hold the store's lock file (a no-op without ``fcntl``)."""
+        if fcntl is None:
+            yield
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_name(f".{self.path.name}.lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def _write(self, frame: pd.DataFrame) -> None:
         write_csv_atomic(frame, self.path)

@@ -190,3 +190,22 @@ def test_real_run_on_cora_is_deterministic(tmp_path):
     a.append(first)
     b.append(experiment.run(REAL))
     assert a.path.read_bytes() == b.path.read_bytes()
+
+
+def test_a_sweep_skips_what_another_sweep_on_the_same_file_stored_meanwhile(fake_stack, tmp_path, monkeypatch):
+    path = tmp_path / "r.csv"
+    configs = experiment.grid(BASE, seed=[0, 1, 2])
+    other_rows, _ = experiment.run_full(configs[2])  # what a second process will have stored by then
+    FakeAlgorithm.calls = []
+    original_run = FakeAlgorithm.run
+
+    def run_and_let_the_other_process_store(self, channel=None):
+        result = original_run(self, channel)
+        if len(FakeAlgorithm.calls) == 1:
+            ResultStore(path).append(other_rows, run_id=experiment.run_id(configs[2]))
+        return result
+
+    monkeypatch.setattr(FakeAlgorithm, "run", run_and_let_the_other_process_store)
+    frame = experiment.sweep(configs, path, progress=False)
+    assert FakeAlgorithm.calls == [(0, configs[0].lr), (1, configs[1].lr)]
+    assert frame["config_id"].nunique() == 3

@@ -115,7 +115,8 @@ def test_crash_during_write_leaves_old_file_intact(tmp_path, monkeypatch):
         store.append(rows_for(make_config(seed=1), 0.6))
     monkeypatch.undo()
     assert store.path.read_bytes() == before
-    assert os.listdir(tmp_path) == ["results.csv"]  # the temporary file was removed
+    left = [name for name in os.listdir(tmp_path) if not name.endswith(".lock")]  # the lock file stays
+    assert left == ["results.csv"]  # the temporary file was removed
 
 
 def test_append_rejects_rows_off_schema(tmp_path):
@@ -157,3 +158,28 @@ def test_run_id_ignores_labels_and_explicit_default_options():
     assert run_id(base) == run_id(same) and config_id(base) != config_id(same)
     assert run_id(base) != run_id({**base, "algorithm_options": {"mu": 0.1}})
     assert run_id(base) != run_id({**base, "seed": 1})
+
+
+def _append_many(path, first, count):
+    from fglcore.results import ResultStore as Store
+
+    for i in range(first, first + count):
+        row = {c: "" for c in RESULT_COLUMNS}
+        row.update(paper="p", dataset="Cora", method="local", metric="accuracy", seed=0, value=1.0,
+                   config_id=f"{i:016x}", num_clients=1, selected_round=0)
+        Store(path).append([row], run_id=f"{i:016x}")
+
+
+def test_processes_appending_to_one_store_lose_no_rows(tmp_path):
+    import multiprocessing
+
+    path = tmp_path / "results.csv"
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_append_many, args=(path, 100 * k, 15)) for k in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert all(worker.exitcode == 0 for worker in workers)
+    store = ResultStore(path)
+    assert len(store.done_ids()) == 45 and len(store.run_ids()) == 45
