@@ -100,3 +100,22 @@ def test_a_model_trains_the_same_on_the_sparse_path(name, monkeypatch):
     assert len(sparse_products) == 6  # the first layer of each of 5 steps and of the final forward
     torch.testing.assert_close(sparse, train(False), rtol=1e-4, atol=1e-4)
     assert len(sparse_products) == 6
+
+
+def test_graphsage_aggregates_constant_features_once_with_the_same_values(monkeypatch):
+    x = bag_of_words(rows=30, cols=200, density=0.03)
+    edge_index = torch.randint(0, 30, (2, 90), generator=torch.Generator().manual_seed(1))
+    torch.manual_seed(0)
+    model = build_model("sage", 200, 8, 3, dropout=0.0)
+    plain = model(x, edge_index)
+    calls = []
+    first = model.convs[0]
+    original = first.propagate
+    monkeypatch.setattr(first, "propagate", lambda *a, **k: calls.append(1) or original(*a, **k))
+    features = constant_features(x.clone())
+    for _ in range(3):
+        out = model(features, edge_index)
+    assert len(calls) == 1  # aggregated once, then reused
+    torch.testing.assert_close(out, plain, rtol=1e-5, atol=1e-5)
+    assert model(x, edge_index).equal(plain)  # an unregistered input takes PyG's own path
+    assert len(calls) == 2

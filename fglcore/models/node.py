@@ -83,11 +83,15 @@ class StackedGNN(CachedGraphGuard):
         if self.input_dropout:
             x = F.dropout(x, self.dropout, self.training)
         last = len(self.convs) - 1
-        for i, conv in enumerate(self.convs):
-            x = conv(x, edge_index)
+        for i in range(len(self.convs)):
+            x = self.layer(i, x, edge_index)
             if i < last:
                 x = F.dropout(self.activation(x), self.dropout, self.training)
         return x
+
+    def layer(self, i: int, x: Tensor, edge_index: Tensor) -> Tensor:
+        """Layer ``i`` on its input ``x``."""
+        return self.convs[i](x, edge_index)
 
 
 def layer_widths(in_channels: int, hidden_channels: int, out_channels: int, num_layers: int) -> list[tuple[int, int]]:
@@ -164,6 +168,26 @@ class GraphSAGE(StackedGNN):
         widths = layer_widths(in_channels, hidden_channels, out_channels, num_layers)
         convs = [SAGEConv(i, o, aggr=aggr) for i, o in widths]
         super().__init__(convs, dropout, input_dropout)
+
+    def layer(self, i: int, x: Tensor, edge_index: Tensor) -> Tensor:
+        """``SAGEConv`` as PyG computes it; on registered constant features the first layer aggregates once.
+
+        The aggregation of fixed features over a fixed graph does not change
+        during training, so it is computed by the layer's own ``propagate``
+        once and reused (:func:`fglcore.models.sparse_input.derived_constant`);
+        the values are those of every call.
+        """
+        conv = self.convs[i]
+        if i > 0 or conv.project or not sparse_input.is_registered(x):
+            return conv(x, edge_index)
+        aggregated = sparse_input.derived_constant(
+            x, f"sage_aggregation:{conv.aggr_module!r}", edge_index,
+            lambda: conv.propagate(edge_index, x=(x, x), size=None),
+        )
+        out = conv.lin_l(aggregated)
+        if conv.root_weight:
+            out = out + conv.lin_r(x)
+        return F.normalize(out, p=2.0, dim=-1) if conv.normalize else out
 
 
 def gat_head_width(hidden_channels: int, heads: int, hidden_per_head: bool) -> int:

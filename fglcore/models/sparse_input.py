@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import os
 import warnings
+import weakref
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -63,12 +65,13 @@ def _csr(matrix: Tensor) -> Tensor:
 
 
 class _Registered:
-    __slots__ = ("version", "matrix", "transpose")
+    __slots__ = ("version", "matrix", "transpose", "derived")
 
     def __init__(self, x: Tensor):
         self.version = x._version
         self.matrix = _csr(x)
         self.transpose = _csr(x.t())
+        self.derived: dict[str, tuple[weakref.ref, int, Tensor]] = {}
 
 
 def constant_features(x: Tensor) -> Tensor:
@@ -96,6 +99,25 @@ def is_registered(x: Tensor) -> bool:
     """Whether ``x`` is registered and unchanged since."""
     entry = _REGISTERED.get(x)
     return entry is not None and entry.version == x._version
+
+
+def derived_constant(x: Tensor, name: str, graph: Tensor, compute: Callable[[], Tensor]) -> Tensor:
+    """``compute()``, a function of registered ``x`` and ``graph`` alone, evaluated once while both are unchanged.
+
+    Without a registration it is ``compute()`` on every call. The value is
+    kept with ``x``'s registration under ``name`` and is itself registered
+    (sparse when it is sparse enough); GraphSAGE's first-layer neighbour
+    aggregation is one such value.
+    """
+    entry = _REGISTERED.get(x)
+    if entry is None or entry.version != x._version:
+        return compute()
+    kept = entry.derived.get(name)
+    if kept is not None and kept[0]() is graph and kept[1] == graph._version:
+        return kept[2]
+    value = constant_features(compute().detach())
+    entry.derived[name] = (weakref.ref(graph), graph._version, value)
+    return value
 
 
 class _SparseLinear(torch.autograd.Function):
