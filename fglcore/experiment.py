@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 from typing import Any, Iterable, Mapping
 
 import pandas as pd
@@ -189,7 +190,9 @@ def sweep(
                              run_id=rid)
             else:
                 bar.set_postfix_str(_label(config))
-                store.append(run(config, per_client=per_client, curve=curve), run_id=rid)
+                start = time.perf_counter()
+                rows = run(config, per_client=per_client, curve=curve)
+                store.append(rows, run_id=rid, seconds=round(time.perf_counter() - start, 2))
                 computed[rid] = cid
             bar.update()
     rows = store.read()

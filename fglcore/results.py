@@ -60,6 +60,7 @@ sweep resumes from the configurations already stored.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import hashlib
 import json
 import math
@@ -263,6 +264,10 @@ def check_rows(rows: Sequence[Mapping[str, Any]]) -> None:
             )
 
 
+#: Columns of the run index beside a results file.
+INDEX_COLUMNS = ["config_id", "run_id", "seconds", "finished"]
+
+
 class ResultStore:
     """The rows of a sweep in one CSV file, written atomically.
 
@@ -278,7 +283,10 @@ class ResultStore:
 
     Beside the file, ``<stem>.runs.csv`` maps each ``config_id`` to its
     :func:`run_id` (written by :meth:`append` when given one), so a sweep can
-    recognise a computation already stored under other labels.
+    recognise a computation already stored under other labels. It also
+    records how long each run took (``seconds``, empty for a copied run) and
+    when it was stored (``finished``, UTC), the measure of a long sweep's
+    cost that no single wall clock gives when it was interrupted and resumed.
     """
 
     def __init__(self, path: str | os.PathLike[str]):
@@ -287,10 +295,19 @@ class ResultStore:
 
     def run_ids(self) -> dict[str, str]:
         """``config_id`` -> ``run_id`` of the stored configurations that were recorded with one."""
+        index = self.run_log()
+        return dict(zip(index["config_id"], index["run_id"]))
+
+    def run_log(self) -> pd.DataFrame:
+        """The index beside the file: ``config_id``, ``run_id``, ``seconds`` (float, NaN if copied), ``finished``."""
         if not self.index_path.exists():
-            return {}
+            return pd.DataFrame({c: pd.Series(dtype=str) for c in INDEX_COLUMNS}).astype({"seconds": float})
         frame = pd.read_csv(self.index_path, dtype=str, keep_default_na=False)
-        return dict(zip(frame["config_id"], frame["run_id"]))
+        for column in INDEX_COLUMNS[2:]:  # indexes written before these columns existed
+            if column not in frame:
+                frame[column] = ""
+        frame = frame[INDEX_COLUMNS]
+        return frame.assign(seconds=pd.to_numeric(frame["seconds"], errors="coerce"))
 
     def read(self) -> pd.DataFrame:
         """All stored rows (an empty frame with :data:`RESULT_COLUMNS` if the file does not exist)."""
@@ -308,11 +325,13 @@ class ResultStore:
         """The ``config_id`` of every configuration with stored rows."""
         return set(self.read()["config_id"])
 
-    def append(self, rows: Iterable[Mapping[str, Any]], run_id: str | None = None) -> None:
+    def append(self, rows: Iterable[Mapping[str, Any]], run_id: str | None = None,
+               seconds: float | None = None) -> None:
         """Add ``rows``, replacing stored rows of the same ``config_id``s, and write the file atomically.
 
         ``run_id`` (of the configuration that produced the rows) is recorded in
-        the index beside the file, after the rows themselves.
+        the index beside the file, after the rows themselves, with the run's
+        ``seconds`` (``None`` for rows copied from another run).
         """
         rows = list(rows)
         check_rows(rows)
@@ -325,8 +344,12 @@ class ResultStore:
             combined = new if kept.empty else pd.concat([kept, new], ignore_index=True)
             self._write(combined)
             if run_id is not None:
-                index = {**self.run_ids(), **{cid: run_id for cid in new["config_id"].unique()}}
-                write_csv_atomic(pd.DataFrame({"config_id": list(index), "run_id": list(index.values())}),
+                finished = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+                entries = pd.DataFrame({"config_id": new["config_id"].unique()}).assign(
+                    run_id=run_id, seconds=seconds, finished=finished)
+                index = self.run_log()
+                index = index[~index["config_id"].isin(entries["config_id"])]
+                write_csv_atomic(entries if index.empty else pd.concat([index, entries], ignore_index=True),
                                  self.index_path)
 
     @contextlib.contextmanager

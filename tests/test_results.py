@@ -183,3 +183,15 @@ def test_processes_appending_to_one_store_lose_no_rows(tmp_path):
     assert all(worker.exitcode == 0 for worker in workers)
     store = ResultStore(path)
     assert len(store.done_ids()) == 45 and len(store.run_ids()) == 45
+
+
+def test_the_run_index_records_seconds_and_reads_old_indexes(tmp_path):
+    store = ResultStore(tmp_path / "results.csv")
+    store.append(rows_for(make_config(seed=0), 0.5), run_id="a" * 16, seconds=12.5)
+    store.append(rows_for(make_config(seed=1), 0.6), run_id="a" * 16)  # a copy: no seconds of its own
+    log = store.run_log()
+    assert list(log.columns) == ["config_id", "run_id", "seconds", "finished"]
+    assert log["seconds"].iloc[0] == 12.5 and math.isnan(log["seconds"].iloc[1])
+    assert log["finished"].str.endswith("+00:00").all()
+    store.index_path.write_text("config_id,run_id\n" + f"{'b' * 16},{'c' * 16}\n")  # written by an older version
+    assert store.run_ids() == {"b" * 16: "c" * 16} and math.isnan(store.run_log()["seconds"].iloc[0])
