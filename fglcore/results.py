@@ -309,6 +309,21 @@ class ResultStore:
         frame = frame[INDEX_COLUMNS]
         return frame.assign(seconds=pd.to_numeric(frame["seconds"], errors="coerce"))
 
+    def cost(self) -> pd.Series:
+        """What the stored runs cost: runs computed and copied, compute hours, first and last finish (UTC)."""
+        log = self.run_log()
+        computed = log["seconds"].notna()
+        recorded = log["finished"] != ""  # indexes written before timing was recorded have neither
+        finished = log.loc[recorded, "finished"]
+        return pd.Series({
+            "runs computed": int(computed.sum()),
+            "runs copied": int((~computed & recorded).sum()),
+            "runs without timing": int((~recorded).sum()),
+            "compute hours": round(float(log["seconds"].sum()) / 3600, 2),
+            "first finished": finished.min() if not finished.empty else "",
+            "last finished": finished.max() if not finished.empty else "",
+        })
+
     def read(self) -> pd.DataFrame:
         """All stored rows (an empty frame with :data:`RESULT_COLUMNS` if the file does not exist)."""
         if not self.path.exists():

@@ -193,5 +193,7 @@ def test_the_run_index_records_seconds_and_reads_old_indexes(tmp_path):
     assert list(log.columns) == ["config_id", "run_id", "seconds", "finished"]
     assert log["seconds"].iloc[0] == 12.5 and math.isnan(log["seconds"].iloc[1])
     assert log["finished"].str.endswith("+00:00").all()
+    cost = store.cost()
+    assert (cost["runs computed"], cost["runs copied"], cost["compute hours"]) == (1, 1, round(12.5 / 3600, 2))
     store.index_path.write_text("config_id,run_id\n" + f"{'b' * 16},{'c' * 16}\n")  # written by an older version
     assert store.run_ids() == {"b" * 16: "c" * 16} and math.isnan(store.run_log()["seconds"].iloc[0])

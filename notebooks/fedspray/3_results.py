@@ -193,3 +193,10 @@ print(opfgl_claims[opfgl_claims["id"].str.startswith("opfgl")][["id", "group", "
 all_rows = ResultStore(out / "results.csv").read()
 report, report_claims = compare.write_report(out, all_rows, "fedspray")
 print(report.groupby(["table", "status"]).size().unstack(fill_value=0).to_string())
+# %% [markdown]
+# What the runs in `results.csv` cost, from the run index beside it: runs
+# computed and copied from another table, compute hours summed over runs
+# (what an interrupted, resumed or parallel sweep cannot show on one clock),
+# and when the first and last were stored.
+# %% [code]
+print(ResultStore(out / "results.csv").cost().to_string())

@@ -252,3 +252,10 @@ comparison10.to_csv(out / "4_table10_comparison.csv", index=False)
 all_rows = ResultStore(out / "results.csv").read()
 comparison, claims = compare.write_report(out, all_rows, "fedstar")
 display(claims)
+# %% [markdown]
+# What the runs in `results.csv` cost, from the run index beside it: runs
+# computed and copied from another table, compute hours summed over runs
+# (what an interrupted, resumed or parallel sweep cannot show on one clock),
+# and when the first and last were stored.
+# %% [code]
+print(ResultStore(out / "results.csv").cost().to_string())
