@@ -241,3 +241,17 @@ def test_paper_table_layout(paper):
     with pytest.raises(ValueError, match="no results for table '9'"):
         ft.paper_table(paper, "9")
     assert not math.isnan(ft.PROTOCOL["lr"])
+
+
+def test_selected_rounds_and_methods_identical_to_fedavg():
+    frame = rows([
+        ("fedavg", "", "gcn", "accuracy", 0, 70.0), ("fedavg", "", "gcn", "accuracy", 1, 71.0),
+        ("gcfl", "", "gcn", "accuracy", 0, 70.0), ("gcfl", "", "gcn", "accuracy", 1, 71.0),
+        ("local", "", "gcn", "accuracy", 0, 70.0), ("local", "", "gcn", "accuracy", 1, 72.0),
+    ])
+    frame["selected_round"] = [30, 40, 30, 40, 2, 4]
+    rounds = ft.selected_rounds(frame)
+    assert rounds.loc[("Cora", "gcn", "local")].tolist() == [3.0, 2, 4]
+    assert rounds.loc[("Cora", "gcn", "fedavg")].tolist() == [35.0, 30, 40]
+    same = ft.same_as(frame, "fedavg")
+    assert same.to_dict("records") == [{"dataset": "Cora", "model": "gcn", "method": "gcfl", "seeds": 2}]

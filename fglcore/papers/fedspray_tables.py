@@ -488,6 +488,33 @@ def gaps(results: pd.DataFrame, reference: Mapping[str, Any], by: Sequence[str] 
                              sort=False)
 
 
+def selected_rounds(results: pd.DataFrame, by: Sequence[str] = ("dataset", "model")) -> pd.DataFrame:
+    """The reported round of each method (lowest pooled validation loss): mean, min and max over seeds."""
+    rows = results[results["metric"] == "accuracy"].copy()
+    rows["label"] = [method_label(m, s) for m, s in zip(rows["method"], rows["setting"])]
+    rounds = rows.groupby([*by, "label"], sort=False)["selected_round"]
+    return pd.DataFrame({"mean": rounds.mean().round(1), "min": rounds.min(), "max": rounds.max()})
+
+
+def same_as(results: pd.DataFrame, reference: str = "fedavg", by: Sequence[str] = ("dataset", "model")) -> pd.DataFrame:
+    """Methods whose accuracy and minority accuracy equal ``reference``'s exactly in every seed, per ``by`` group.
+
+    GCFL is FedAvg until its first cluster split, so it reports FedAvg's
+    numbers whenever the selected round comes before any split.
+    """
+    rows = results[results["metric"].isin(["accuracy", "minority_accuracy"])].copy()
+    rows["label"] = [method_label(m, s) for m, s in zip(rows["method"], rows["setting"])]
+    keys = [*by, "metric", "seed"]
+    is_reference = rows["label"] == method_label(reference, "")
+    ref = rows[is_reference].set_index(keys)["value"]
+    found = []
+    for group, frame in rows[~is_reference].groupby([*by, "label"], sort=False):
+        values = frame.set_index(keys)["value"]
+        if values.index.isin(ref.index).all() and (values == ref[values.index]).all():
+            found.append({**dict(zip([*by, "method"], group)), "seeds": frame["seed"].nunique()})
+    return pd.DataFrame(found, columns=[*by, "method", "seeds"])
+
+
 def sensitivity_frame(results: pd.DataFrame, parameter: str) -> pd.DataFrame:
     """Rows of a sweep with the swept value parsed from the setting (``"code, lambda1=5"`` -> 5.0)."""
     frame = results.copy()
