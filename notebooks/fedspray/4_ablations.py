@@ -70,7 +70,10 @@ def show_comparison(results, table, index=("dataset", "method")):
 #
 # As in `3_results`: the paper's datasets with their official partition
 # files when present, otherwise Cora, CiteSeer and Chameleon, each split
-# into its `stand_in_clients` largest Louvain communities.
+# into its `stand_in_clients` largest Louvain communities. Each ablation
+# runs on the datasets of its `*_datasets` parameter; the full profile gives
+# each as many stand-ins as the paper used datasets, chosen by kind
+# (Chameleon, Wikipedia pages, for the paper's WikiCS).
 # %% [code]
 # NBVAL_CHECK_OUTPUT
 availability = ft.dataset_availability(datasets, stand_in_clients)
