@@ -153,3 +153,33 @@ def test_dropout_draws_pytorchs_masks_and_leaves_the_generator_where_pytorch_doe
         assert torch.equal(torch.rand(4), after_expected)
     assert dropout(x, 0.5, False) is x or torch.equal(dropout(x, 0.5, False), x)
     assert isinstance(rand_matches_bernoulli(), bool)
+
+
+@pytest.mark.parametrize("model, bit_for_bit", [("sage", True), ("gin", True), ("gcn", False), ("gat", True)])
+def test_node_trainer_fast_path_equals_plain_path(model, bit_for_bit):
+    """A node client trained on its sparse operators ends where PyG's edge_index path ends."""
+    from fglcore.algorithms.training import NodeTrainer
+    from fglcore.models import build_model
+
+    generator = torch.Generator().manual_seed(0)
+    n = 40
+    edge_index = to_undirected(torch.randint(0, n, (2, 120), generator=generator))
+    data = Data(x=(torch.rand(n, 60, generator=generator) < 0.05).float(), edge_index=edge_index,
+                y=torch.arange(n) % 3, num_nodes=n)
+    data.train_mask = torch.arange(n) < 20
+    data.val_mask = (torch.arange(n) >= 20) & (torch.arange(n) < 30)
+    data.test_mask = torch.arange(n) >= 30
+    config = ExperimentConfig.from_dict({"dataset": "Cora", "num_clients": 1, "algorithm": "local", "lr": 0.01})
+    states = {}
+    for fast in (True, False):
+        torch.manual_seed(0)
+        trainer = NodeTrainer(build_model(model, 60, 8, 3, dropout=0.0, cached=True), data, config,
+                              torch.device("cpu"), fast=fast)
+        assert isinstance(trainer.graph, GraphOperators) == (fast and model != "gat")
+        trainer.train_epochs(10)
+        states[fast] = trainer.model.state_dict()
+    for name, value in states[True].items():
+        if bit_for_bit:
+            assert torch.equal(value, states[False][name]), name
+        else:
+            torch.testing.assert_close(value, states[False][name], rtol=1e-4, atol=1e-5)

@@ -103,6 +103,11 @@ class ParameterMixture(nn.Module):
         self.global_parameters = global_parameters
         self.alpha = alpha
 
+    @property
+    def accepts_graph_operators(self) -> bool:
+        """Whether the wrapped model's forward takes sparse graph operators (it receives them unchanged)."""
+        return getattr(self.local, "accepts_graph_operators", False)
+
     def mixed_parameters(self) -> dict[str, Tensor]:
         a = self.alpha
         w = self.global_parameters

@@ -13,7 +13,8 @@ optimizer, so that a federated round is "load the global weights, call
   collated once into fixed batches.
 
 **Fast path.** With ``fast=True`` (the default; ``FGL_GRAPH_FAST=0`` or
-``fast=False`` selects the plain path) a :class:`GraphTrainer` hands its
+``fast=False`` selects the plain path) a :class:`NodeTrainer` hands its
+model the whole client graph's CSR operators, and a :class:`GraphTrainer` its
 model, in place of each mini-batch's ``edge_index``, the batch's CSR
 adjacency matrices (:class:`~fglcore.models.operators.GraphOperators`),
 sliced out of per-client matrices built once. Message passing is then one
@@ -92,6 +93,15 @@ class NodeTrainer:
     ``val_mask``, ``test_mask``; it is moved to ``device`` once. ``minority``
     marks FedSpray's minority nodes (label differs from the client's majority
     training class); by default it is computed from ``data`` itself.
+
+    ``fast`` (default :func:`fast_graph_default`) hands a model that declares
+    ``accepts_graph_operators`` (:class:`~fglcore.models.node.StackedGNN`:
+    GCN, GraphSAGE, GIN, GAT, and APFL's mixture of one) the
+    client graph's sparse operators, built once, instead of its
+    ``edge_index``: bit for bit the same for GraphSAGE and GIN, rounded
+    differently for GCN (see the module docstring). The first layer
+    multiplies the features sparsely when they are sparse
+    (:mod:`fglcore.models.sparse_input`).
     """
 
     def __init__(
@@ -102,12 +112,18 @@ class NodeTrainer:
         device: torch.device,
         *,
         minority: Tensor | None = None,
+        fast: bool | None = None,
     ):
         self.model = accept_constant_features(model.to(device))
         self.config = config
         self.device = device
         self.x = constant_features(data.x.to(device))
         self.edge_index = data.edge_index.to(device)
+        self.fast = fast_graph_default() if fast is None else bool(fast)
+        accepts = getattr(self.model, "accepts_graph_operators", False)
+        kinds = required_operators(self.model) if self.fast and accepts else frozenset()
+        self.graph = whole_graph_operators(self.edge_index, data.num_nodes, kinds, self.x.dtype) if kinds \
+            else self.edge_index
         self.y = data.y.to(device)
         self.train_idx = data.train_mask.nonzero().view(-1).to(device)
         self.y_train = self.y[self.train_idx]
@@ -126,7 +142,7 @@ class NodeTrainer:
         self.optimizer.state.clear()
 
     def forward(self) -> Tensor:
-        return self.model(self.x, self.edge_index)
+        return self.model(self.x, self.graph)
 
     def train_epochs(self, epochs: int, extra_loss: ExtraLoss | None = None) -> float:
         """``epochs`` full-batch steps; returns the last step's loss."""
@@ -242,6 +258,15 @@ class _OperatorBlocks:
             gcn=ops.get(GCN),
             in_degree=self.in_degree[node_ids] if SUM in ops else None,
         )
+
+
+def whole_graph_operators(edge_index: Tensor, num_nodes: int, kinds: frozenset[str],
+                          dtype: torch.dtype) -> GraphOperators:
+    """The sparse operators of one whole graph (a node-classification client), built once."""
+    device = edge_index.device
+    first = torch.zeros(1, dtype=torch.long, device=device)
+    blocks = _OperatorBlocks(edge_index, torch.tensor([0, num_nodes], device=device), kinds, dtype)
+    return blocks.select(edge_index, first, torch.arange(num_nodes, device=device), first)
 
 
 class GraphBatcher:

@@ -28,6 +28,7 @@ from torch_geometric.nn.inits import reset
 from torch_geometric.utils import add_remaining_self_loops, degree
 
 from fglcore.models import sparse_input
+from fglcore.models.operators import GraphOperators, apply_conv
 
 NORMALIZATIONS = ("sym", "rw")
 
@@ -46,9 +47,11 @@ class CachedGraphGuard(nn.Module):
         self.cached = cached
         self._bound_graph: tuple[int, int] | None = None
 
-    def check_graph(self, x: Tensor, edge_index: Tensor) -> None:
+    def check_graph(self, x: Tensor, edge_index: Tensor | GraphOperators) -> None:
         if not self.cached:
             return
+        if isinstance(edge_index, GraphOperators):
+            edge_index = edge_index.edge_index
         graph = (int(x.size(0)), int(edge_index.size(1)))
         if self._bound_graph is None:
             self._bound_graph = graph
@@ -67,6 +70,8 @@ class StackedGNN(CachedGraphGuard):
     """Layers in ``convs`` with an activation and dropout between them (none after the last)."""
 
     activation = staticmethod(F.relu)
+    #: ``forward`` takes a graph's sparse operators in place of its ``edge_index`` (see ``layer``).
+    accepts_graph_operators = True
 
     def __init__(self, convs: list[nn.Module], dropout: float, input_dropout: bool = False, cached: bool = False):
         super().__init__(cached)
@@ -78,7 +83,7 @@ class StackedGNN(CachedGraphGuard):
         reset_children(self)
         self.forget_graph()
 
-    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+    def forward(self, x: Tensor, edge_index: Tensor | GraphOperators) -> Tensor:
         self.check_graph(x, edge_index)
         if self.input_dropout:
             x = F.dropout(x, self.dropout, self.training)
@@ -89,9 +94,9 @@ class StackedGNN(CachedGraphGuard):
                 x = F.dropout(self.activation(x), self.dropout, self.training)
         return x
 
-    def layer(self, i: int, x: Tensor, edge_index: Tensor) -> Tensor:
-        """Layer ``i`` on its input ``x``."""
-        return self.convs[i](x, edge_index)
+    def layer(self, i: int, x: Tensor, graph: Tensor | GraphOperators) -> Tensor:
+        """Layer ``i`` on its input ``x``; ``graph`` is an ``edge_index`` or the graph's sparse operators."""
+        return apply_conv(self.convs[i], x, graph)
 
 
 def layer_widths(in_channels: int, hidden_channels: int, out_channels: int, num_layers: int) -> list[tuple[int, int]]:
@@ -169,7 +174,7 @@ class GraphSAGE(StackedGNN):
         convs = [SAGEConv(i, o, aggr=aggr) for i, o in widths]
         super().__init__(convs, dropout, input_dropout)
 
-    def layer(self, i: int, x: Tensor, edge_index: Tensor) -> Tensor:
+    def layer(self, i: int, x: Tensor, graph: Tensor | GraphOperators) -> Tensor:
         """``SAGEConv`` as PyG computes it; on registered constant features the first layer aggregates once.
 
         The aggregation of fixed features over a fixed graph does not change
@@ -179,7 +184,8 @@ class GraphSAGE(StackedGNN):
         """
         conv = self.convs[i]
         if i > 0 or conv.project or not sparse_input.is_registered(x):
-            return conv(x, edge_index)
+            return apply_conv(conv, x, graph)
+        edge_index = graph.edge_index if isinstance(graph, GraphOperators) else graph
         aggregated = sparse_input.derived_constant(
             x, f"sage_aggregation:{conv.aggr_module!r}", edge_index,
             lambda: conv.propagate(edge_index, x=(x, x), size=None),

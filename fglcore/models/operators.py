@@ -101,7 +101,8 @@ def required_operators(model: nn.Module) -> frozenset[str]:
 
 
 def _plain_gcn(conv: GCNConv) -> bool:
-    return conv.normalize and conv.add_self_loops and not conv.improved and not conv.cached
+    # ``cached`` is irrelevant here: the operator passed in is the normalised adjacency of the graph at hand.
+    return conv.normalize and conv.add_self_loops and not conv.improved
 
 
 def _plain_sage(conv: SAGEConv) -> bool:
