@@ -204,3 +204,16 @@ def test_sweep_reruns_stored_configs_that_lack_the_requested_rows(tmp_path, monk
     assert experiment.sweep([config], path, progress=False, per_client=True).equals(rich)
     assert len(calls) == 2  # stored with every requested family: not run again
     assert rich.loc[rich.metric == "accuracy", "value"].item() == plain.loc[plain.metric == "accuracy", "value"].item()
+
+
+def test_fedavg_readings_name_the_reading_closer_to_the_paper():
+    comparison = pd.DataFrame([
+        {"dataset": "CHEM", "method": "fedavg", "paper_mean": 75.26, "ours_mean": 71.9},
+        {"dataset": "CHEM", "method": "fedper", "paper_mean": 74.5, "ours_mean": 75.0},
+        {"dataset": "BIO-CHEM", "method": "fedavg", "paper_mean": 70.0, "ours_mean": 69.5},
+        {"dataset": "BIO-CHEM", "method": "fedper", "paper_mean": 71.0, "ours_mean": 60.0},
+        {"dataset": "BIO-SN-CV", "method": "fedavg", "paper_mean": 70.0, "ours_mean": 69.5},  # no FedPer run
+    ])
+    readings = T.fedavg_readings(comparison)
+    assert readings["closer"].to_dict() == {"CHEM": "convs only", "BIO-CHEM": "same-shape layers"}
+    assert readings.loc["CHEM", "FedAvg, convs only (FedPer)"] == 75.0

@@ -502,6 +502,27 @@ def curves(results: pd.DataFrame, methods: Sequence[str] | None = None) -> pd.Da
     return rows[["dataset", "method", "setting", "seed", "round", "value"]].reset_index(drop=True)
 
 
+def fedavg_readings(comparison: pd.DataFrame) -> pd.DataFrame:
+    """The paper's FedAvg next to our two readings of it, per setting (the digest's ambiguity A2).
+
+    Ours (``fedavg``) averages every parameter whose shape agrees on all
+    clients, the classifier included where the clients' class counts agree;
+    the GCFL code's FedAvg averages only the GIN convolutions, which is our
+    ``fedper``. ``closer`` names the reading nearer the paper's FedAvg.
+    """
+    paper = comparison[comparison["method"] == "fedavg"].set_index("dataset")["paper_mean"]
+    ours = comparison.pivot_table(index="dataset", columns="method", values="ours_mean")
+    frame = pd.DataFrame({
+        "paper FedAvg": paper,
+        "FedAvg, same-shape layers": ours.get("fedavg"),
+        "FedAvg, convs only (FedPer)": ours.get("fedper"),
+    }).dropna()
+    gap_all = (frame["FedAvg, same-shape layers"] - frame["paper FedAvg"]).abs()
+    gap_convs = (frame["FedAvg, convs only (FedPer)"] - frame["paper FedAvg"]).abs()
+    frame["closer"] = ["same-shape layers" if a <= c else "convs only" for a, c in zip(gap_all, gap_convs)]
+    return frame.round(2)
+
+
 def claim_holds(cells: pd.DataFrame, winner: Mapping[str, Any], losers: Sequence[Mapping[str, Any]],
                 per: str = "dataset") -> pd.DataFrame:
     """Whether ``winner``'s cell mean beats every loser's, per ``per`` value, on :func:`paper_cells` cells.
