@@ -28,6 +28,8 @@ def _parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("reproduce", help="run every notebook of the given papers (default: all)")
     rep.add_argument("papers", nargs="*")
     rep.add_argument("--profile", default="quick", help="smoke | quick | full (default quick)")
+    rep.add_argument("--jobs", type=_positive_int, default=1,
+                     help="notebooks run side by side (default 1); give each FGL_THREADS=1 on a small machine")
 
     sub.add_parser("datasets", help="list datasets and whether they are present, in the mirror or missing")
     sub.add_parser("algorithms", help="list registered algorithms")
@@ -50,12 +52,49 @@ def _reproduce(args: argparse.Namespace) -> int:
     jobs = [(paper, nb) for paper in selected for nb in notebooks.notebooks_of(paper)]
     for _, nb in jobs:  # validate every parameter set before the first notebook runs
         notebooks.prepare(nb, args.profile)
-    for paper, nb in jobs:
-        print(f"[{paper}] {nb.name} ({args.profile})", flush=True)
-        notebooks.execute(nb, args.profile)
+    if args.jobs == 1:
+        for paper, nb in jobs:
+            print(f"[{paper}] {nb.name} ({args.profile})", flush=True)
+            notebooks.execute(nb, args.profile)
+    else:
+        _execute_side_by_side(jobs, args.profile, args.jobs)
     summary = compare.build_summary(paths.outputs_root() / args.profile)
     print(f"summary of {len(summary)} comparisons: {paths.outputs_root() / args.profile / 'summary.md'}")
     return 0
+
+
+def _execute_side_by_side(jobs: Sequence[tuple[str, Path]], profile: str, workers: int) -> None:
+    """Run the notebooks ``workers`` at a time (each in its own kernel), in order of start.
+
+    The notebooks of one paper share its ``results.csv``, whose writes are
+    locked, and each sweep skips what another has stored. The first failure
+    stops the notebooks not yet started and is raised once the running ones
+    end.
+    """
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+    from fglcore import notebooks
+
+    def execute(paper: str, nb: Path) -> None:
+        print(f"[{paper}] {nb.name} ({profile}) started", flush=True)
+        notebooks.execute(nb, profile, progress=False)
+        print(f"[{paper}] {nb.name} ({profile}) done", flush=True)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(execute, paper, nb) for paper, nb in jobs]
+        done, pending = wait(futures, return_when=FIRST_EXCEPTION)
+        for future in pending:
+            future.cancel()
+    for future in futures:
+        if future.done() and not future.cancelled() and future.exception() is not None:
+            raise future.exception()
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
+    return value
 
 
 def _datasets(_: argparse.Namespace) -> int:

@@ -78,3 +78,30 @@ def test_listing_commands(capsys):
     assert status == 0
     assert any(line.startswith("Cora") for line in text.splitlines())
     assert "missing" in text  # PubMed is not in the offline mirror
+
+
+def test_reproduce_runs_notebooks_side_by_side_and_reports_a_failure(capsys, monkeypatch, tmp_path):
+    import threading
+
+    from fglcore import compare, paths
+
+    started, both_running = [], threading.Barrier(2, timeout=10)
+
+    def execute(nb, profile, overrides=None, out_dir=None, *, progress=True):
+        started.append(nb.name)
+        if nb.name in ("1_motivation.ipynb", "2_method.ipynb"):
+            both_running.wait()  # returns only if the two first notebooks run at the same time
+        if nb.name == "4_ablations.ipynb":
+            raise RuntimeError("a cell failed")
+        return nb
+
+    monkeypatch.setattr(notebooks, "execute", execute)
+    monkeypatch.setattr(compare, "build_summary", lambda root: [])
+    monkeypatch.setattr(paths, "outputs_root", lambda: tmp_path)
+    with pytest.raises(RuntimeError, match="a cell failed"):
+        main(["reproduce", "fedspray", "--profile", "smoke", "--jobs", "2"])
+    assert sorted(started) == sorted(nb.name for nb in notebooks.notebooks_of("fedspray"))
+    assert "2_method.ipynb (smoke) done" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_info:
+        main(["reproduce", "tour", "--jobs", "0"])
+    assert exit_info.value.code == 2 and "expected an integer >= 1" in capsys.readouterr().err
