@@ -14,7 +14,7 @@ export FGL_THREADS ?= 2
 # An offline mirror in PyG raw layout beside the checkout is used when present.
 export FGL_DATA_MIRROR ?= $(abspath $(wildcard ../shared/data))
 
-.PHONY: venv reproduce test benchmark benchmark-fedstar benchmark-sparse
+.PHONY: venv reproduce test benchmark benchmark-fedstar benchmark-node
 
 venv: $(STAMP)
 
@@ -38,6 +38,6 @@ benchmark: $(STAMP)
 benchmark-fedstar: $(STAMP)
 	FGL_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python benchmarks/fedstar_speed.py --threads 1 --workers 2
 
-# Node tasks: FedSpray's Table 2 runs with dense vs sparse first layers (FGL_SPARSE_FEATURES), 20 rounds (about 10 min).
-benchmark-sparse: $(STAMP)
-	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/sparse_features.py --threads 1
+# Node tasks: FedSpray's Table 2 runs, plain vs fast path (sparse features and CSR message passing), 20 rounds (about 10 min).
+benchmark-node: $(STAMP)
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/node_speed.py --threads 1

@@ -9,9 +9,11 @@ on a small client. As CSR sparse-dense products they cost nnz instead of
 n x d multiply-adds: about 8x less for a Cora client, 10x for CiteSeer,
 forward and backward together. GraphSAGE also aggregates the raw features
 over the neighbours in its first layer; that aggregation is fixed too and
-is computed once (:func:`derived_constant`). Whole runs of FedSpray's
-Table 2 (``make benchmark-sparse``, one thread) take 1.3-2.4x less time,
-GraphSAGE on Chameleon (2,325 columns, 31k edges) 9-10x less.
+is computed once (:func:`derived_constant`). Together with CSR message
+passing (:mod:`fglcore.models.operators`), FedSpray's Table 2 runs with GCN
+and GraphSAGE take 1.5-3x less time, GraphSAGE on Chameleon (2,325
+columns, 31k edges) 9-11x less; SGC, whose propagated features PyG already
+caches, is unchanged (``make benchmark-node``, one thread).
 
 The features of a client never change during training, so the sparse form
 is built once: :func:`constant_features` registers a feature tensor (when

@@ -1,13 +1,15 @@
-"""Sparse first layers on bag-of-words features: FedSpray's Table 2 runs, dense vs sparse.
+"""Node classification, plain vs fast path: FedSpray's Table 2 runs.
 
-Each row times the same run twice, ``FGL_SPARSE_FEATURES=0`` (dense
-products, as PyTorch does by default) and ``1`` (CSR products, see
-:mod:`fglcore.models.sparse_input`), on FedSpray's protocol (7 largest
-Louvain communities, 2-layer backbone with 64 units, E = 5) shortened to
-``--rounds`` rounds, and reports the speed-up and how far the test accuracy
-moved (rounding only: the same sums in another order).
+Each row times the same run twice: *plain* (``FGL_SPARSE_FEATURES=0``,
+``FGL_GRAPH_FAST=0``: dense feature products and PyG's gather/scatter
+message passing) and *fast* (both ``1``, the defaults: CSR products with the
+bag-of-words features, :mod:`fglcore.models.sparse_input`, and with the
+client graph, :mod:`fglcore.models.operators`), on FedSpray's protocol (7
+largest Louvain communities, 2-layer backbone with 64 units, E = 5)
+shortened to ``--rounds`` rounds. It reports the speed-up and how far the
+test accuracy moved (rounding only: the same sums in another order).
 
-    python benchmarks/sparse_features.py [--rounds 20] [--threads 1] [--repeats 2]
+    python benchmarks/node_speed.py [--rounds 20] [--threads 1] [--repeats 2]
 """
 from __future__ import annotations
 
@@ -20,12 +22,14 @@ import torch
 
 from fglcore import experiment
 from fglcore.data.federation import build_federation
+from fglcore.algorithms.training import FAST_ENV
 from fglcore.models.sparse_input import SPARSE_ENV
 from fglcore.papers.fedspray_tables import table2_configs
 
 
-def seconds_and_accuracy(config, sparse: bool, repeats: int) -> tuple[float, float]:
-    os.environ[SPARSE_ENV] = "1" if sparse else "0"
+def seconds_and_accuracy(config, fast: bool, repeats: int) -> tuple[float, float]:
+    for switch in (SPARSE_ENV, FAST_ENV):
+        os.environ[switch] = "1" if fast else "0"
     times, accuracy = [], float("nan")
     for _ in range(repeats):
         start = time.perf_counter()
@@ -47,7 +51,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     print(f"{args.rounds} rounds x 5 local epochs, {args.threads} thread(s), median of {args.repeats}")
-    header = f"{'dataset':<10} {'density':>8} {'model':<5} {'method':<9} {'dense s':>8} {'sparse s':>9} {'speed-up':>9} {'|d acc|':>8}"
+    header = f"{'dataset':<10} {'density':>8} {'model':<5} {'method':<9} {'plain s':>8} {'fast s':>9} {'speed-up':>9} {'|d acc|':>8}"
     print(header)
     print("-" * len(header))
     for dataset in args.datasets:
@@ -57,11 +61,12 @@ def main() -> None:
         x = torch.cat([client.x for client in federation.clients])
         density = torch.count_nonzero(x).item() / x.numel()
         for config in configs:
-            dense_s, dense_acc = seconds_and_accuracy(config, False, args.repeats)
-            sparse_s, sparse_acc = seconds_and_accuracy(config, True, args.repeats)
-            print(f"{dataset:<10} {density:>8.2%} {config.model:<5} {config.algorithm:<9} {dense_s:>8.2f} "
-                  f"{sparse_s:>9.2f} {dense_s / sparse_s:>8.2f}x {abs(dense_acc - sparse_acc):>8.2f}")
-    os.environ.pop(SPARSE_ENV, None)
+            plain_s, plain_acc = seconds_and_accuracy(config, False, args.repeats)
+            fast_s, fast_acc = seconds_and_accuracy(config, True, args.repeats)
+            print(f"{dataset:<10} {density:>8.2%} {config.model:<5} {config.algorithm:<9} {plain_s:>8.2f} "
+                  f"{fast_s:>9.2f} {plain_s / fast_s:>8.2f}x {abs(plain_acc - fast_acc):>8.2f}")
+    for switch in (SPARSE_ENV, FAST_ENV):
+        os.environ.pop(switch, None)
 
 
 if __name__ == "__main__":
