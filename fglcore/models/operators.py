@@ -47,17 +47,27 @@ SUM = "sum"
 GCN = "gcn"
 
 
+def spmm(matrix: Tensor, dense: Tensor) -> Tensor:
+    """``matrix @ dense`` for a CSR ``matrix``: PyTorch's row-reduction kernel on CPU, cuSPARSE elsewhere.
+
+    ``torch.sparse.mm``'s ``reduce`` argument exists only for CSR on CPU.
+    """
+    if matrix.device.type == "cpu":
+        return torch.sparse.mm(matrix, dense, "sum")
+    return torch.sparse.mm(matrix, dense)
+
+
 class _SpMM(torch.autograd.Function):
     """``matrix @ x`` with the gradient ``transpose @ grad`` (CSR row-reduction kernel both ways)."""
 
     @staticmethod
     def forward(ctx, matrix: Tensor, transpose: Tensor, x: Tensor) -> Tensor:
         ctx.transpose = transpose
-        return torch.sparse.mm(matrix, x, "sum")
+        return spmm(matrix, x)
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        return None, None, torch.sparse.mm(ctx.transpose, grad.contiguous(), "sum")
+        return None, None, spmm(ctx.transpose, grad.contiguous())
 
 
 @dataclass

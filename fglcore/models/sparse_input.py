@@ -43,6 +43,8 @@ from torch import Tensor, nn
 from torch.utils.weak import WeakIdKeyDictionary
 from torch_geometric.nn.dense.linear import Linear as PyGLinear
 
+from fglcore.models.operators import spmm
+
 SPARSE_ENV = "FGL_SPARSE_FEATURES"
 
 #: Densest feature matrix kept in sparse form; past about 10% the dense product is as fast.
@@ -132,11 +134,11 @@ class _SparseLinear(torch.autograd.Function):
     @staticmethod
     def forward(ctx, matrix: Tensor, transpose: Tensor, weight: Tensor) -> Tensor:
         ctx.transpose = transpose
-        return torch.sparse.mm(matrix, weight.t().contiguous(), "sum")
+        return spmm(matrix, weight.t().contiguous())
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        return None, None, torch.sparse.mm(ctx.transpose, grad.contiguous(), "sum").t()
+        return None, None, spmm(ctx.transpose, grad.contiguous()).t()
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
