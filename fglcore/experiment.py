@@ -31,6 +31,7 @@ from fglcore import runtime
 from fglcore.algorithms import ALGORITHMS
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import build_federation
+from fglcore.fl.checkpoint import RoundCheckpoint
 from fglcore.fl.engine import RunResult
 from fglcore.results import RUN_LABEL_KEYS, ResultStore, config_id, rows_from_result, run_id, summarize
 
@@ -48,7 +49,7 @@ def as_config(config: ExperimentConfig | Mapping[str, Any]) -> ExperimentConfig:
 
 
 def run_full(config: ExperimentConfig | Mapping[str, Any], *, per_client: bool = False,
-             curve: bool = False) -> tuple[list[dict[str, Any]], RunResult]:
+             curve: bool = False, checkpoint: RoundCheckpoint | None = None) -> tuple[list[dict[str, Any]], RunResult]:
     """Run one configuration; return its result rows and the full :class:`RunResult`.
 
     The configuration is validated before any data is loaded. Seeds are set
@@ -56,21 +57,23 @@ def run_full(config: ExperimentConfig | Mapping[str, Any], *, per_client: bool =
     is built with cross-client edges only for algorithms that need them, and
     the algorithm runs on :func:`fglcore.runtime.get_device` of
     ``config.device``. ``per_client`` and ``curve`` add the per-client and
-    per-round rows of :func:`fglcore.results.rows_from_result`.
+    per-round rows of :func:`fglcore.results.rows_from_result`. A
+    ``checkpoint`` (:mod:`fglcore.fl.checkpoint`) is saved while the run goes
+    and, when it holds a round, resumed from.
     """
     config = as_config(config)
     algorithm = ALGORITHMS.get(config.algorithm)
     device = runtime.get_device(config.device)  # an unavailable device fails before data is loaded
     runtime.set_seed(config.seed)
     federation = build_federation(config, keep_cross_edges=algorithm.needs_cross_edges)
-    result = algorithm(config, federation, device).run()
+    result = algorithm(config, federation, device).run(checkpoint=checkpoint)
     return rows_from_result(config, result, per_client=per_client, curve=curve), result
 
 
 def run(config: ExperimentConfig | Mapping[str, Any], *, per_client: bool = False,
-        curve: bool = False) -> list[dict[str, Any]]:
+        curve: bool = False, checkpoint: RoundCheckpoint | None = None) -> list[dict[str, Any]]:
     """Run one configuration and return its result rows (:data:`fglcore.results.RESULT_COLUMNS`)."""
-    rows, _ = run_full(config, per_client=per_client, curve=curve)
+    rows, _ = run_full(config, per_client=per_client, curve=curve, checkpoint=checkpoint)
     return rows
 
 
@@ -98,6 +101,10 @@ def grid(base: ExperimentConfig | Mapping[str, Any], **axes: Iterable[Any]) -> l
             where = ", ".join(f"{k}={v!r}" for k, v in changes.items())
             raise ConfigError(f"grid configuration ({where}): {err}") from err
     return configs
+
+
+#: Folder beside a results file that holds the round checkpoints of running configurations.
+CHECKPOINT_FOLDER = ".checkpoints"
 
 
 def _label(config: ExperimentConfig) -> str:
@@ -148,14 +155,19 @@ def sweep(
     whose :func:`~fglcore.results.config_id` is already in the store are
     skipped (resume), as are repeats within ``configs``; the others run in
     order and each one's rows are written as soon as it finishes. An
-    exception or ``KeyboardInterrupt`` propagates and loses only the
-    configuration that was running. Rows of other configurations in the
+    exception or ``KeyboardInterrupt`` propagates and loses only the rounds
+    the running configuration did since its last checkpoint. Rows of other configurations in the
     store (an earlier sweep with other parameters) stay in the file but are
     not returned, so tables never mix settings.
 
     A configuration whose :func:`~fglcore.results.run_id` matches a stored
     one (the same computation under other labels: ``paper``, ``table``,
     ``setting``) is not run again: the stored rows are copied with its labels.
+
+    A long run saves round checkpoints in ``.checkpoints/`` beside the file
+    (every ``FGL_CHECKPOINT_SECONDS``, default 600), so an interrupted one
+    resumes from its last saved round rather than from the start
+    (:mod:`fglcore.fl.checkpoint`); ``seconds`` then counts the resumed part only.
 
     Before each run the store is read again, so two sweeps sharing one file
     (two notebooks of a paper run side by side) skip or copy what the other
@@ -190,9 +202,11 @@ def sweep(
                              run_id=rid)
             else:
                 bar.set_postfix_str(_label(config))
+                checkpoint = RoundCheckpoint(store.path.parent / CHECKPOINT_FOLDER / f"{rid}.pt")
                 start = time.perf_counter()
-                rows = run(config, per_client=per_client, curve=curve)
+                rows = run(config, per_client=per_client, curve=curve, checkpoint=checkpoint)
                 store.append(rows, run_id=rid, seconds=round(time.perf_counter() - start, 2))
+                checkpoint.clear()
                 computed[rid] = cid
             bar.update()
     rows = store.read()

@@ -36,7 +36,7 @@ class FakeAlgorithm:
     def check_options(cls, options):
         return dict(options)
 
-    def run(self, channel=None):
+    def run(self, channel=None, checkpoint=None):
         FakeAlgorithm.calls.append((self.config.seed, self.config.lr))
         if len(FakeAlgorithm.calls) == FakeAlgorithm.interrupt_at:
             raise FakeAlgorithm.interrupt_with("interrupted")
@@ -199,8 +199,8 @@ def test_a_sweep_skips_what_another_sweep_on_the_same_file_stored_meanwhile(fake
     FakeAlgorithm.calls = []
     original_run = FakeAlgorithm.run
 
-    def run_and_let_the_other_process_store(self, channel=None):
-        result = original_run(self, channel)
+    def run_and_let_the_other_process_store(self, channel=None, checkpoint=None):
+        result = original_run(self, channel, checkpoint)
         if len(FakeAlgorithm.calls) == 1:
             ResultStore(path).append(other_rows, run_id=experiment.run_id(configs[2]))
         return result

@@ -140,9 +140,20 @@ class APFLClient(FedAvgClient):
         epochs: int,
         shared: Sequence[str],
         reset_optimizer: bool = False,
+        alpha_lr: float | None = None,
     ):
+        """``alpha_lr`` makes :math:`\\alpha_i` adaptive (Eq. 10) with that step size; ``None`` keeps it fixed."""
         super().__init__(cid, trainer, epochs, shared, reset_optimizer)
         self.personal = personal
+        self.alpha_lr = alpha_lr
+        if alpha_lr is not None:
+            make_adaptive(self.mixture.alpha, alpha_lr)
+
+    def __setstate__(self, state: dict) -> None:
+        # Tensor hooks are not pickled: a client loaded from a checkpoint gets its alpha step back.
+        self.__dict__.update(state)
+        if self.alpha_lr is not None:
+            make_adaptive(self.mixture.alpha, self.alpha_lr)
 
     @property
     def mixture(self) -> ParameterMixture:
@@ -189,11 +200,11 @@ class APFL(FedAvg):
 
     def make_client(self, cid: int, trainer: Trainer, shared: Sequence[str]) -> APFLClient:
         alpha = torch.tensor(float(self.options["alpha"]), device=self.device)
+        alpha_lr = None
         if self.options["adaptive_alpha"]:
-            lr = self.options["alpha_lr"] if self.options["alpha_lr"] is not None else self.config.lr
-            make_adaptive(alpha, lr)
+            alpha_lr = self.options["alpha_lr"] if self.options["alpha_lr"] is not None else self.config.lr
         mixture = ParameterMixture(copy.deepcopy(trainer.model), trainer.model, alpha)
         personal = self.make_trainer(mixture, cid)
         return APFLClient(
-            cid, trainer, personal, self.config.local_epochs, shared, self.options["reset_optimizer"]
+            cid, trainer, personal, self.config.local_epochs, shared, self.options["reset_optimizer"], alpha_lr
         )

@@ -27,6 +27,7 @@ from torch import nn
 from fglcore.algorithms.training import ExtraLoss, GraphTrainer, NodeTrainer, client_seed
 from fglcore.config import ConfigError, ExperimentConfig, check_choice, check_type, check_unknown_keys
 from fglcore.fl.channel import Channel
+from fglcore.fl.checkpoint import RoundCheckpoint
 from fglcore.fl.engine import Client, Payload, RunResult, Server, run_rounds
 from fglcore.fl.secure import SecureAggregator
 from fglcore.metrics import Prediction
@@ -198,14 +199,22 @@ class Algorithm:
         building (if any) go through ``channel``."""
         raise NotImplementedError(f"{type(self).__name__} does not implement build")
 
-    def run(self, channel: Channel | None = None, *, callbacks: Sequence = ()) -> RunResult:
+    def run(self, channel: Channel | None = None, *, callbacks: Sequence = (),
+            checkpoint: RoundCheckpoint | None = None) -> RunResult:
         """Build, then run ``config.rounds`` rounds with the config's evaluation and selection rules.
 
         The trained participants stay available as :attr:`server` and
-        :attr:`clients` (e.g. to inspect the final models).
+        :attr:`clients` (e.g. to inspect the final models). With a
+        ``checkpoint`` that holds a saved round, the participants, the channel
+        and the random states are loaded from it instead of built, and the run
+        goes on from the next round (:mod:`fglcore.fl.checkpoint`).
         """
-        channel = channel if channel is not None else Channel()
-        server, clients = self.build(channel)
+        saved = checkpoint.load() if checkpoint is not None else None
+        if saved is None:
+            channel = channel if channel is not None else Channel()
+            server, clients = self.build(channel)
+        else:
+            server, clients, channel = saved["server"], saved["clients"], saved["channel"]
         self.server, self.clients = server, clients
         c = self.config
         secure = None
@@ -226,6 +235,8 @@ class Algorithm:
             progress=c.progress,
             description=self.name,
             callbacks=callbacks,
+            checkpoint=checkpoint,
+            resume=None if saved is None else saved["loop"],
         )
 
 

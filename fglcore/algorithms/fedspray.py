@@ -354,6 +354,11 @@ class FedSprayClient(TrainerClient):
         self.class_ratios = class_ratios(trainer.y_train, num_classes).to(device)
         self._ratios_sent = False
 
+    def __setstate__(self, state: dict) -> None:
+        # A client loaded from a checkpoint holds new tensors: register its training features again.
+        self.__dict__.update(state)
+        constant_features(self.train_features)
+
     def receive(self, payload: Payload, round: int) -> None:
         load_payload(self.encoder, {name: value for name, value in payload.items() if name != PROXIES})
         if PROXIES in payload:

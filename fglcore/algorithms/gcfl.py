@@ -106,6 +106,7 @@ from fglcore.algorithms.base import Algorithm, Trainer, register_algorithm
 from fglcore.algorithms.fedavg import SHARE_MODES, FedAvgClient, shared_parameter_names
 from fglcore.config import ConfigError
 from fglcore.fl.channel import Channel
+from fglcore.fl.checkpoint import RoundCheckpoint
 from fglcore.fl.engine import Client, Payload, RunResult, Server
 from fglcore.fl.parameters import module_payload, weighted_mean
 
@@ -451,9 +452,10 @@ class GCFL(Algorithm):
     def make_server(self, parameters: dict[str, Tensor], client_ids: list[int]) -> GCFLServer:
         return GCFLServer(parameters, client_ids, **self.criterion())
 
-    def run(self, channel: Channel | None = None, *, callbacks: Sequence = ()) -> RunResult:
+    def run(self, channel: Channel | None = None, *, callbacks: Sequence = (),
+            checkpoint: RoundCheckpoint | None = None) -> RunResult:
         """As :meth:`Algorithm.run`; ``result.extras`` gets the final ``clusters`` and the ``splits``."""
-        result = super().run(channel, callbacks=callbacks)
+        result = super().run(channel, callbacks=callbacks, checkpoint=checkpoint)
         server = self.server
         result.extras["clusters"] = [list(members) for members in server.clusters]
         result.extras["splits"] = [asdict(split) for split in server.splits]

@@ -137,6 +137,11 @@ class NodeTrainer:
     def num_train_samples(self) -> int:
         return int(self.train_idx.numel())
 
+    def __setstate__(self, state: dict) -> None:
+        # A trainer loaded from a checkpoint holds new tensors: register its features again.
+        self.__dict__.update(state)
+        constant_features(self.x)
+
     def reset_optimizer(self) -> None:
         """Forget the optimizer's state (Adam moments, step counts)."""
         self.optimizer.state.clear()

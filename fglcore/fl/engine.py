@@ -29,6 +29,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from fglcore.fl.channel import Channel, Ledger
+from fglcore.fl.checkpoint import RoundCheckpoint
 from fglcore.fl.parameters import weighted_mean
 from fglcore.fl.secure import SecureAggregator
 from fglcore.metrics import Prediction, summarize_predictions
@@ -191,6 +192,8 @@ def run_rounds(
     progress: bool = False,
     description: str = "rounds",
     callbacks: Sequence[Callable[[int, dict[str, float]], bool | None]] = (),
+    checkpoint: RoundCheckpoint | None = None,
+    resume: Mapping | None = None,
 ) -> RunResult:
     """Run ``rounds`` federated rounds and select the reported round.
 
@@ -199,6 +202,11 @@ def run_rounds(
     ``'last'`` reports the final evaluated round. ``patience > 0`` stops after
     that many evaluations without improvement of ``selection_metric``. A
     callback returning ``True`` stops the run after the current round.
+
+    ``checkpoint`` saves the participants and the loop's state at the end of
+    a round whenever it is due (:mod:`fglcore.fl.checkpoint`); ``resume`` is
+    the ``loop`` entry of a loaded checkpoint, whose participants are the
+    ``server``, ``clients`` and ``channel`` passed in.
     """
     if selection not in SELECTIONS:
         raise ValueError(f"unknown selection {selection!r}; accepted: {', '.join(SELECTIONS)}")
@@ -216,9 +224,21 @@ def run_rounds(
 
     history: list[dict[str, float]] = []
     selected: dict = {"round": 0, "metrics": {}, "outputs": []}
-    best_value, since_best, stopped = math.nan, 0, False
-    deliver(1)
-    bar = tqdm(range(1, rounds + 1), desc=description, disable=not progress, leave=False)
+    best_value, since_best, stopped, first = math.nan, 0, False, 1
+    if resume is None:
+        deliver(1)
+    else:
+        history, selected = resume["history"], resume["selected"]
+        best_value, since_best, first = resume["best_value"], resume["since_best"], resume["round"] + 1
+
+    def save_if_due(r: int) -> None:
+        if checkpoint is not None and r < rounds and checkpoint.due():
+            loop = {"round": r, "history": history, "selected": selected, "best_value": best_value,
+                    "since_best": since_best}
+            checkpoint.save({"server": server, "clients": list(clients), "channel": channel, "loop": loop})
+
+    bar = tqdm(range(first, rounds + 1), desc=description, disable=not progress, leave=False,
+               initial=first - 1, total=rounds)
     for r in bar:
         uploads = {}
         for client in clients:
@@ -229,6 +249,7 @@ def run_rounds(
             uploader.collect(server, uploads, r)
             deliver(r + 1)
         if r % evaluate_every and r != rounds:
+            save_if_due(r)
             continue
         metrics, outputs = evaluate_clients(clients, num_classes, metric_aggregation)
         history.append({"round": r, **metrics})
@@ -244,6 +265,7 @@ def run_rounds(
         if any(cb(r, metrics) for cb in callbacks) or (patience and since_best >= patience):
             stopped = r < rounds
             break
+        save_if_due(r)
     bar.close()
     per_client = per_client_metrics(clients, selected["outputs"], num_classes)
     return RunResult(history, selected["round"], selected["metrics"], per_client, channel.ledger, stopped)

@@ -1,0 +1,96 @@
+"""Round checkpoints: a long run that is interrupted resumes from its last saved round.
+
+:func:`fglcore.fl.engine.run_rounds` saves, at the end of a round and at
+most every ``every_seconds``, everything the rest of the run depends on:
+the server and clients as objects (models, optimizer states, personal
+state such as FedSpray's proxies or GCFL's clusters, private generators),
+the channel with its ledger, the loop's history and selected round, and the
+global random states of Python, NumPy and torch. :meth:`Algorithm.run
+<fglcore.algorithms.base.Algorithm.run>` loads a checkpoint instead of
+building, so the resumed run continues exactly where the saved one was and
+ends with the numbers of an uninterrupted run (``tests/test_checkpoint.py``).
+
+A checkpoint is a pickle of live objects: it is meant for resuming the same
+code, not for archiving. One that no longer loads (the code changed) is
+ignored with a warning and the run starts over. :func:`fglcore.experiment.sweep`
+keeps one per running configuration under ``.checkpoints/`` beside its
+results file and deletes it when the run's rows are stored.
+"""
+from __future__ import annotations
+
+import os
+import random
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+CHECKPOINT_ENV = "FGL_CHECKPOINT_SECONDS"
+#: Default seconds between two checkpoints of one run: short runs never write one.
+DEFAULT_EVERY_SECONDS = 600.0
+
+
+def checkpoint_interval() -> float:
+    """Seconds between checkpoints: ``FGL_CHECKPOINT_SECONDS`` (default 600; 0 saves every round)."""
+    text = os.environ.get(CHECKPOINT_ENV, str(DEFAULT_EVERY_SECONDS)).strip()
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise ValueError(f"{CHECKPOINT_ENV}={text!r}: expected a number of seconds >= 0")
+    return value
+
+
+def rng_state() -> dict[str, Any]:
+    """The global random states a run draws from (Python, NumPy, torch CPU and CUDA)."""
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class RoundCheckpoint:
+    """One run's checkpoint file, written atomically at most every ``every_seconds``."""
+
+    def __init__(self, path: str | os.PathLike[str], every_seconds: float | None = None):
+        self.path = Path(path)
+        self.every_seconds = checkpoint_interval() if every_seconds is None else float(every_seconds)
+        self._last_save = time.monotonic()
+
+    def due(self) -> bool:
+        return time.monotonic() - self._last_save >= self.every_seconds
+
+    def save(self, state: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_name(f".{self.path.name}.tmp")
+        torch.save({**state, "rng": rng_state()}, temporary)
+        os.replace(temporary, self.path)
+        self._last_save = time.monotonic()
+
+    def load(self) -> dict[str, Any] | None:
+        """The saved state with the random states restored, or ``None`` (no file, or one that does not load)."""
+        if not self.path.exists():
+            return None
+        try:
+            state = torch.load(self.path, weights_only=False)
+        except Exception as error:  # noqa: BLE001 -- any unpickling failure means "start over"
+            warnings.warn(f"ignoring checkpoint {self.path} that does not load ({error}); the run starts over")
+            return None
+        set_rng_state(state.pop("rng"))
+        self._last_save = time.monotonic()
+        return state
+
+    def clear(self) -> None:
+        self.path.unlink(missing_ok=True)
