@@ -103,10 +103,15 @@ def constant_features(x: Tensor) -> Tensor:
     return x
 
 
+def _current(x: Tensor) -> _Registered | None:
+    """``x``'s registration if it is unchanged since (same ``_version``), else ``None``."""
+    entry = _REGISTERED.get(x)
+    return entry if entry is not None and entry.version == x._version else None
+
+
 def is_registered(x: Tensor) -> bool:
     """Whether ``x`` is registered and unchanged since."""
-    entry = _REGISTERED.get(x)
-    return entry is not None and entry.version == x._version
+    return _current(x) is not None
 
 
 def derived_constant(x: Tensor, name: str, graph: Tensor, compute: Callable[[], Tensor]) -> Tensor:
@@ -117,8 +122,8 @@ def derived_constant(x: Tensor, name: str, graph: Tensor, compute: Callable[[], 
     (sparse when it is sparse enough); GraphSAGE's first-layer neighbour
     aggregation is one such value.
     """
-    entry = _REGISTERED.get(x)
-    if entry is None or entry.version != x._version:
+    entry = _current(x)
+    if entry is None:
         return compute()
     kept = entry.derived.get(name)
     if kept is not None and kept[0]() is graph and kept[1] == graph._version:
@@ -143,8 +148,8 @@ class _SparseLinear(torch.autograd.Function):
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     """``F.linear(x, weight, bias)``, as a sparse product when ``x`` is registered and unchanged."""
-    entry = _REGISTERED.get(x)
-    if entry is None or entry.version != x._version or entry.matrix.device != weight.device:
+    entry = _current(x)
+    if entry is None or entry.matrix.device != weight.device:
         return F.linear(x, weight, bias)
     out = _SparseLinear.apply(entry.matrix, entry.transpose, weight)
     return out if bias is None else out + bias
