@@ -1,0 +1,77 @@
+"""Small C kernels, compiled on first use with the system's C compiler and loaded with :mod:`ctypes`.
+
+Each kernel computes exactly what a PyTorch expression computes (the tests
+compare them bit for bit), only faster; when no compiler is found, the
+compilation fails or ``FGL_NATIVE=0`` is set, :func:`library` returns
+``None`` and callers use the PyTorch expression. Nothing here needs PyTorch's
+headers: the kernels take raw pointers.
+
+The shared library is cached under ``$FGL_NATIVE_CACHE`` (default
+``~/.cache/fglcore/native``), keyed by the source, the compiler flags, the
+machine and its CPU flags, because it is built with ``-march=native``.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import warnings
+from pathlib import Path
+
+SOURCES = ("dropout_mask.c",)
+FLAGS = ("-O3", "-march=native", "-shared", "-fPIC", "-std=c99")
+
+
+def enabled() -> bool:
+    """Whether native kernels may be used (``FGL_NATIVE``, default on)."""
+    return os.environ.get("FGL_NATIVE", "1") not in ("0", "false", "no", "off")
+
+
+def _cpu_flags() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return line
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _cache_folder() -> Path:
+    return Path(os.environ.get("FGL_NATIVE_CACHE") or Path.home() / ".cache" / "fglcore" / "native")
+
+
+def _compile(source: Path, target: Path) -> None:
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if compiler is None:
+        raise RuntimeError("no C compiler found (set CC, or install cc/gcc/clang)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
+        built = Path(scratch) / target.name
+        subprocess.run([compiler, *FLAGS, str(source), "-o", str(built)], check=True, capture_output=True, text=True)
+        os.replace(built, target)  # atomic: parallel processes never load a half-written library
+
+
+@functools.lru_cache(maxsize=None)
+def library(name: str = "dropout_mask") -> ctypes.CDLL | None:
+    """The compiled kernel ``<name>.c`` of this folder, or ``None`` when native kernels are unavailable."""
+    if not enabled():
+        return None
+    source = Path(__file__).with_name(f"{name}.c")
+    key = hashlib.sha256(
+        "\n".join([source.read_text(), " ".join(FLAGS), platform.machine(), _cpu_flags()]).encode()
+    ).hexdigest()[:16]
+    target = _cache_folder() / f"{name}-{key}.so"
+    try:
+        if not target.exists():
+            _compile(source, target)
+        return ctypes.CDLL(str(target))
+    except (OSError, RuntimeError, subprocess.CalledProcessError) as error:
+        detail = getattr(error, "stderr", "") or error
+        warnings.warn(f"fglcore.native: {name}.c not available, using the PyTorch path ({detail})", stacklevel=2)
+        return None

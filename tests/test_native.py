@@ -1,0 +1,80 @@
+"""The C kernels of fglcore.native compute what their PyTorch expressions compute, bit for bit."""
+import shutil
+import warnings
+
+import pytest
+import torch
+
+from fglcore import native
+from fglcore.models import dropout as dropout_module
+
+needs_compiler = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
+                                    reason="no C compiler on this machine")
+
+
+@needs_compiler
+def test_the_dropout_kernel_compiles_and_passes_its_probe():
+    assert native.library("dropout_mask") is not None
+    assert dropout_module.native_matches_rand()
+
+
+@needs_compiler
+@pytest.mark.parametrize("offset", [0, 1, 311, 623, 624, 625, 1247])
+@pytest.mark.parametrize("numel, p", [(1, 0.5), (311, 0.5), (312, 0.1), (5000, 0.5), (4097, 0.3), (20000, 0.9)])
+def test_native_noise_is_torch_rands_mask_from_any_generator_position(offset, numel, p):
+    """Single float32 draws move the generator by one word, so every offset within and across twists is reached."""
+    torch.manual_seed(2024)
+    torch.rand(offset)
+    expected = (torch.rand(numel, dtype=torch.float64) < 1 - p).float().div_(1 - p)
+    after_expected = torch.rand(7)
+    torch.manual_seed(2024)
+    torch.rand(offset)
+    got = dropout_module.dropout_noise(torch.Size([numel]), p)
+    assert torch.equal(got, expected)
+    assert torch.equal(torch.rand(7), after_expected)
+
+
+@needs_compiler
+def test_native_dropout_equals_F_dropout_values_gradients_and_generator_state():
+    x = torch.randn(300, 64, requires_grad=True)
+    for p in (0.5, 0.2):
+        torch.manual_seed(3)
+        expected = torch.nn.functional.dropout(x, p, True)
+        (grad_expected,) = torch.autograd.grad((expected * expected).sum(), x)
+        after_expected = torch.randn(5)
+        torch.manual_seed(3)
+        got = dropout_module.dropout(x, p, True)
+        (grad_got,) = torch.autograd.grad((got * got).sum(), x)
+        assert torch.equal(got, expected) and torch.equal(grad_got, grad_expected)
+        assert torch.equal(torch.randn(5), after_expected)
+
+
+def _reload_native(monkeypatch, **environment):
+    for key, value in environment.items():
+        monkeypatch.setenv(key, value)
+    native.library.cache_clear()
+    dropout_module._native_kernel.cache_clear()
+    dropout_module.native_matches_rand.cache_clear()
+
+
+def test_without_native_kernels_dropout_still_equals_F_dropout(monkeypatch, tmp_path):
+    x = torch.randn(50, 8)
+    try:
+        _reload_native(monkeypatch, FGL_NATIVE="0")
+        assert native.library("dropout_mask") is None and not dropout_module.native_matches_rand()
+        torch.manual_seed(5)
+        expected = torch.nn.functional.dropout(x, 0.5, True)
+        torch.manual_seed(5)
+        assert torch.equal(dropout_module.dropout(x, 0.5, True), expected)
+
+        _reload_native(monkeypatch, FGL_NATIVE="1", CC=str(tmp_path / "no-such-compiler"),
+                       FGL_NATIVE_CACHE=str(tmp_path / "cache"))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert native.library("dropout_mask") is None
+        assert any("dropout_mask.c not available" in str(w.message) for w in caught)
+        torch.manual_seed(5)
+        assert torch.equal(dropout_module.dropout(x, 0.5, True), expected)
+    finally:
+        monkeypatch.undo()
+        _reload_native(monkeypatch)
