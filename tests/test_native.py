@@ -14,7 +14,7 @@ needs_compiler = pytest.mark.skipif(shutil.which("cc") is None and shutil.which(
 
 @needs_compiler
 def test_the_dropout_kernel_compiles_and_passes_its_probe():
-    assert native.library("dropout_mask") is not None
+    assert native.library("dropout") is not None
     assert dropout_module.native_matches_rand()
 
 
@@ -61,7 +61,7 @@ def test_without_native_kernels_dropout_still_equals_F_dropout(monkeypatch, tmp_
     x = torch.randn(50, 8)
     try:
         _reload_native(monkeypatch, FGL_NATIVE="0")
-        assert native.library("dropout_mask") is None and not dropout_module.native_matches_rand()
+        assert native.library("dropout") is None and not dropout_module.native_matches_rand()
         torch.manual_seed(5)
         expected = torch.nn.functional.dropout(x, 0.5, True)
         torch.manual_seed(5)
@@ -71,10 +71,42 @@ def test_without_native_kernels_dropout_still_equals_F_dropout(monkeypatch, tmp_
                        FGL_NATIVE_CACHE=str(tmp_path / "cache"))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            assert native.library("dropout_mask") is None
-        assert any("dropout_mask.c not available" in str(w.message) for w in caught)
+            assert native.library("dropout") is None
+        assert any("dropout.c not available" in str(w.message) for w in caught)
         torch.manual_seed(5)
         assert torch.equal(dropout_module.dropout(x, 0.5, True), expected)
     finally:
         monkeypatch.undo()
         _reload_native(monkeypatch)
+
+
+def _bits(t):
+    return t.detach().contiguous().view(torch.int32)
+
+
+@needs_compiler
+@pytest.mark.parametrize("p", [0.5, 0.3])
+def test_fused_relu_dropout_equals_F_dropout_of_F_relu_bit_for_bit(p):
+    """Values, gradients (signed zeros and NaNs included) and the generator state after."""
+    h = torch.randn(1000, 70)
+    h.view(-1)[:6] = torch.tensor([0.0, -0.0, float("nan"), float("inf"), -float("inf"), -1e-30])
+    grad = torch.randn(1000, 70)
+    grad.view(-1)[6:9] = torch.tensor([float("nan"), -0.0, float("inf")])
+    results = []
+    for fused in (False, True):
+        x = h.clone().requires_grad_()
+        torch.manual_seed(11)
+        torch.rand(5)
+        out = dropout_module.relu_dropout(x, p, True) if fused else torch.nn.functional.dropout(
+            torch.nn.functional.relu(x), p, True)
+        out.backward(grad)
+        results.append((_bits(out), _bits(x.grad), torch.rand(9)))
+    (out_plain, grad_plain, after_plain), (out_fused, grad_fused, after_fused) = results
+    assert torch.equal(out_fused, out_plain)
+    assert torch.equal(grad_fused, grad_plain)
+    assert torch.equal(after_fused, after_plain)
+
+
+def test_relu_dropout_in_evaluation_is_relu():
+    h = torch.randn(20, 3)
+    assert torch.equal(dropout_module.relu_dropout(h, 0.5, False), torch.relu(h))

@@ -14,12 +14,16 @@ another PyTorch), and for GPU, non-contiguous or evaluation-mode inputs,
 :func:`dropout` is ``F.dropout``.
 
 Faster still, for float32 inputs, a small C kernel
-(``fglcore/native/dropout_mask.c``) runs the same Mersenne Twister on the
+(``fglcore/native/dropout.c``) runs the same Mersenne Twister on the
 exported generator state with vectorised twisting and tempering and
 compares the 53-bit integers with ``ceil((1 - p) * 2^53)`` instead of
-building doubles (7x faster than ``torch.rand`` here); it is used only
-when it reproduces ``torch.rand``'s draws and end state in a probe
-(:func:`native_matches_rand`), and ``FGL_NATIVE=0`` turns it off.
+building doubles (about 10x faster than ``torch.rand`` here); it is used
+only when it reproduces ``torch.rand``'s draws and end state in a probe
+(:func:`native_matches_rand`), and ``FGL_NATIVE=0`` turns it off. The same
+kernel computes ``dropout(relu(h))``, the activation of every GIN/GCN layer
+of the graph classifiers, in one pass forward and one backward
+(:func:`relu_dropout`), with the values, gradients and generator state of
+``F.dropout(F.relu(h))``.
 (Drawing the words with NumPy's MT19937 from the exported generator state
 also reproduces them, but measured no faster than ``torch.rand``.)
 """
@@ -67,21 +71,28 @@ def _same_draws(reference: Callable, candidate: Callable, draws) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _native_kernel():
-    library = native.library("dropout_mask")
+    library = native.library("dropout")
     if library is None:
         return None
-    kernel = library.dropout_noise
-    kernel.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_float]
-    kernel.restype = ctypes.c_int
-    return kernel
+    pointer, size, float32 = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_float
+    library.dropout_noise.argtypes = [pointer, pointer, size, ctypes.c_uint64, float32]
+    library.dropout_noise.restype = ctypes.c_int
+    library.relu_dropout_forward.argtypes = [pointer, pointer, pointer, pointer, size, ctypes.c_uint64, float32]
+    library.relu_dropout_forward.restype = ctypes.c_int
+    library.relu_dropout_backward.argtypes = [pointer, pointer, pointer, size, float32]
+    library.relu_dropout_backward.restype = None
+    return library
 
 
-def _native_noise(kernel, numel: int, q: float, keep_value: float) -> Tensor | None:
+def _threshold(q: float) -> int:
+    return math.ceil(q * 2.0**53)  # q * 2^53 is exact: u = m * 2^-53 < q  <=>  m < ceil(q * 2^53)
+
+
+def _native_noise(library, numel: int, q: float, keep_value: float) -> Tensor | None:
     """``numel`` float32 values, ``keep_value`` where the next doubles of the generator are below ``q``, else 0."""
     state = torch.get_rng_state()
     noise = torch.empty(numel, dtype=torch.float32)
-    threshold = math.ceil(q * 2.0**53)  # q * 2^53 is exact: u = m * 2^-53 < q  <=>  m < ceil(q * 2^53)
-    if kernel(state.data_ptr(), noise.data_ptr(), numel, threshold, keep_value) != 0:
+    if library.dropout_noise(state.data_ptr(), noise.data_ptr(), numel, _threshold(q), keep_value) != 0:
         return None
     torch.set_rng_state(state)
     return noise
@@ -90,11 +101,11 @@ def _native_noise(kernel, numel: int, q: float, keep_value: float) -> Tensor | N
 @functools.lru_cache(maxsize=None)
 def native_matches_rand() -> bool:
     """Whether the C kernel reproduces ``rand(float64) < q`` and the generator's end state (probed once)."""
-    kernel = _native_kernel()
-    if kernel is None:
+    library = _native_kernel()
+    if library is None:
         return False
     draws = ((4099, 0.5), (1, 0.9), (1500, 0.3), (700, 0.25), (3000, 1 / 3))
-    return _same_draws(_rand_mask, lambda n, q: _native_noise(kernel, n, q, 1.0), draws)
+    return _same_draws(_rand_mask, lambda n, q: _native_noise(library, n, q, 1.0), draws)
 
 
 def _keep_value(p: float, dtype: torch.dtype) -> Tensor:
@@ -121,3 +132,48 @@ def dropout(x: Tensor, p: float, training: bool) -> Tensor:
     if not rand_matches_bernoulli():
         return F.dropout(x, p, training)
     return x * dropout_noise(x.shape, p, x.dtype)
+
+
+class _ReluDropout(torch.autograd.Function):
+    """``F.dropout(F.relu(h), p)`` in one native pass; the backward reads a byte per element (see ``dropout.c``)."""
+
+    @staticmethod
+    def forward(ctx, h: Tensor, p: float) -> Tensor:
+        library = _native_kernel()
+        keep_value = _keep_value(p, h.dtype).item()
+        state = torch.get_rng_state()
+        out = torch.empty_like(h)
+        code = torch.empty(h.shape, dtype=torch.uint8)
+        status = library.relu_dropout_forward(
+            state.data_ptr(), h.data_ptr(), out.data_ptr(), code.data_ptr(), h.numel(), _threshold(1 - p), keep_value
+        )
+        if status != 0:
+            raise RuntimeError("relu_dropout: PyTorch's generator state has an unexpected layout")
+        torch.set_rng_state(state)
+        ctx.save_for_backward(code)
+        ctx.keep_value = keep_value
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        (code,) = ctx.saved_tensors
+        grad = grad.contiguous()
+        grad_h = torch.empty_like(grad)
+        _native_kernel().relu_dropout_backward(grad.data_ptr(), code.data_ptr(), grad_h.data_ptr(), grad.numel(),
+                                               ctx.keep_value)
+        return grad_h, None
+
+
+def relu_dropout(h: Tensor, p: float, training: bool) -> Tensor:
+    """``F.dropout(F.relu(h), p, training)``: the same values, gradients and generator state, in one pass when native."""
+    if (
+        training
+        and 0 < p < 1
+        and h.device.type == "cpu"
+        and h.dtype == torch.float32
+        and h.is_contiguous()
+        and rand_matches_bernoulli()
+        and native_matches_rand()
+    ):
+        return _ReluDropout.apply(h, p)
+    return dropout(F.relu(h), p, training)

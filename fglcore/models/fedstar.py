@@ -46,7 +46,7 @@ from torch import Tensor, nn
 from torch_geometric.nn import GCNConv, GINConv, SAGEConv, global_add_pool
 
 from fglcore.models.node import gin_mlp, reset_children
-from fglcore.models.dropout import dropout
+from fglcore.models.dropout import relu_dropout
 from fglcore.models.operators import GraphOperators, apply_conv
 
 STRUCTURE_CHANNEL = ("structure_encoder", "structure_convs")
@@ -161,14 +161,14 @@ class FeatureStructureGNN(nn.Module):
 
         ``edge_index`` may also be a batch's sparse operators
         (:class:`~fglcore.models.operators.GraphOperators`, the trainers' fast path: CSR products
-        and the same dropout masks drawn faster, :func:`~fglcore.models.dropout.dropout`).
+        and ``dropout(relu(.))`` in one pass with the same masks, :func:`~fglcore.models.dropout.relu_dropout`).
         """
-        drop = dropout if isinstance(edge_index, GraphOperators) else F.dropout  # the same masks, drawn faster
+        fast = isinstance(edge_index, GraphOperators)
         h = self.feature_encoder(x)
         g = self.structure_encoder(s)
         for feature_conv, structure_conv in zip(self.feature_convs, self.structure_convs):
             h = apply_conv(feature_conv, torch.cat([h, g], dim=-1), edge_index)
-            h = drop(F.relu(h), self.dropout, self.training)
+            h = relu_dropout(h, self.dropout, self.training) if fast else F.dropout(F.relu(h), self.dropout, self.training)
             g = torch.tanh(apply_conv(structure_conv, g, edge_index))
         return h, g
 

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv, GINConv, SAGEConv, global_add_pool, global_mean_pool
 
-from fglcore.models.dropout import dropout
+from fglcore.models.dropout import relu_dropout
 from fglcore.models.operators import GraphOperators, apply_conv
 from fglcore.models.node import NodeWiseLinear, gat_head_width, gin_mlp, reset_children
 
@@ -81,12 +81,13 @@ class GraphClassifier(nn.Module):
         ``edge_index`` may also be a batch's sparse operators
         (:class:`~fglcore.models.operators.GraphOperators`): the same layers
         computed as CSR products (:func:`~fglcore.models.operators.apply_conv`)
-        and the same dropout masks drawn faster (:func:`~fglcore.models.dropout.dropout`).
+        and ``dropout(relu(.))`` in one pass with the same masks (:func:`~fglcore.models.dropout.relu_dropout`).
         """
-        drop = dropout if isinstance(edge_index, GraphOperators) else F.dropout  # the same masks, drawn faster
+        fast = isinstance(edge_index, GraphOperators)
         x = self.input_encoder(x)
         for conv in self.convs:
-            x = drop(F.relu(apply_conv(conv, x, edge_index)), self.dropout, self.training)
+            h = apply_conv(conv, x, edge_index)
+            x = relu_dropout(h, self.dropout, self.training) if fast else F.dropout(F.relu(h), self.dropout, self.training)
         return x
 
     def forward(self, x: Tensor, edge_index: Tensor | GraphOperators, batch: Tensor | None = None) -> Tensor:

@@ -23,8 +23,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-SOURCES = ("dropout_mask.c",)
-FLAGS = ("-O3", "-march=native", "-shared", "-fPIC", "-std=c99")
+FLAGS = ("-O3", "-march=native", "-shared", "-fPIC", "-std=c99", "-fno-math-errno", "-fno-trapping-math")
 
 
 def enabled() -> bool:
@@ -58,7 +57,7 @@ def _compile(source: Path, target: Path) -> None:
 
 
 @functools.lru_cache(maxsize=None)
-def library(name: str = "dropout_mask") -> ctypes.CDLL | None:
+def library(name: str = "dropout") -> ctypes.CDLL | None:
     """The compiled kernel ``<name>.c`` of this folder, or ``None`` when native kernels are unavailable."""
     if not enabled():
         return None
