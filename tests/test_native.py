@@ -110,3 +110,21 @@ def test_fused_relu_dropout_equals_F_dropout_of_F_relu_bit_for_bit(p):
 def test_relu_dropout_in_evaluation_is_relu():
     h = torch.randn(20, 3)
     assert torch.equal(dropout_module.relu_dropout(h, 0.5, False), torch.relu(h))
+
+
+@needs_compiler
+@pytest.mark.parametrize("width", [1, 3, 64, 65, 128, 200])
+def test_native_spmm_is_torch_sparse_mm_bit_for_bit(width):
+    from fglcore.models import operators
+
+    assert operators.native_spmm_matches_torch()
+    generator = torch.Generator().manual_seed(width)
+    dense_matrix = torch.rand(500, 400, generator=generator)
+    dense_matrix[dense_matrix < 0.97] = 0
+    dense_matrix[:, :3] *= 3.0  # weighted entries, as GCN's normalised adjacency
+    dense_matrix[7] = 0  # an empty row
+    matrix = dense_matrix.to_sparse_csr()
+    x = torch.randn(400, width, generator=generator)
+    expected = torch.sparse.mm(matrix, x, "sum")
+    assert torch.equal(_bits(operators.spmm(matrix, x)), _bits(expected))
+    assert torch.allclose(expected, dense_matrix @ x, atol=1e-5)

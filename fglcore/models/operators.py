@@ -36,12 +36,16 @@ vs 67.07). Any other layer (or a plain ``edge_index`` tensor) falls back to
 """
 from __future__ import annotations
 
+import ctypes
+import functools
 from dataclasses import dataclass
 from typing import Iterable
 
 import torch
 from torch import Tensor, nn
 from torch_geometric.nn import GCNConv, GINConv, SAGEConv
+
+from fglcore import native
 
 SUM = "sum"
 GCN = "gcn"
@@ -50,11 +54,64 @@ GCN = "gcn"
 def spmm(matrix: Tensor, dense: Tensor) -> Tensor:
     """``matrix @ dense`` for a CSR ``matrix``: PyTorch's row-reduction kernel on CPU, cuSPARSE elsewhere.
 
-    ``torch.sparse.mm``'s ``reduce`` argument exists only for CSR on CPU.
+    ``torch.sparse.mm``'s ``reduce`` argument exists only for CSR on CPU. On
+    CPU, float32 products go through ``fglcore/native/spmm.c`` when it is
+    available and reproduces PyTorch's kernel bit for bit here
+    (:func:`native_spmm_matches_torch`): the same sums, without PyTorch's
+    separate zero-filling pass (about 1.3-1.7x faster on FedStar's DD batches).
     """
-    if matrix.device.type == "cpu":
-        return torch.sparse.mm(matrix, dense, "sum")
-    return torch.sparse.mm(matrix, dense)
+    if matrix.device.type != "cpu":
+        return torch.sparse.mm(matrix, dense)
+    if _native_applies(matrix, dense) and native_spmm_matches_torch():
+        return _native_spmm(_native_library(), matrix, dense)
+    return torch.sparse.mm(matrix, dense, "sum")
+
+
+@functools.lru_cache(maxsize=None)
+def _native_library():
+    library = native.library("spmm")
+    if library is not None:
+        library.csr_spmm_sum.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int64] * 2
+        library.csr_spmm_sum.restype = None
+    return library
+
+
+def _native_applies(matrix: Tensor, dense: Tensor) -> bool:
+    return (
+        matrix.layout == torch.sparse_csr
+        and matrix.dtype == torch.float32
+        and dense.dtype == torch.float32
+        and dense.dim() == 2
+        and dense.is_contiguous()
+        and matrix.crow_indices().dtype == torch.int64
+        and matrix.col_indices().dtype == torch.int64
+    )
+
+
+def _native_spmm(library, matrix: Tensor, dense: Tensor) -> Tensor:
+    crow, col, value = matrix.crow_indices().contiguous(), matrix.col_indices().contiguous(), matrix.values().contiguous()
+    out = torch.empty(matrix.size(0), dense.size(1), dtype=dense.dtype)
+    library.csr_spmm_sum(crow.data_ptr(), col.data_ptr(), value.data_ptr(), dense.data_ptr(), out.data_ptr(),
+                         matrix.size(0), dense.size(1))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def native_spmm_matches_torch() -> bool:
+    """Whether the C kernel gives ``torch.sparse.mm(A, x, "sum")`` bit for bit here (probed once, weighted A)."""
+    library = _native_library()
+    if library is None:
+        return False
+    generator = torch.Generator().manual_seed(0)
+    dense_matrix = torch.rand(97, 131, generator=generator)
+    dense_matrix[dense_matrix < 0.8] = 0
+    matrix = dense_matrix.to_sparse_csr()
+    for width in (1, 7, 64, 100, 130):
+        x = torch.randn(131, width, generator=generator)
+        expected = torch.sparse.mm(matrix, x, "sum")
+        if not torch.equal(_native_spmm(library, matrix, x).view(torch.int32), expected.view(torch.int32)):
+            return False
+    return True
 
 
 class _SpMM(torch.autograd.Function):

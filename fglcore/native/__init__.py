@@ -23,7 +23,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-FLAGS = ("-O3", "-march=native", "-shared", "-fPIC", "-std=c99", "-fno-math-errno", "-fno-trapping-math")
+FLAGS = ("-O3", "-march=native", "-shared", "-fPIC", "-std=c99", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off")
 
 
 def enabled() -> bool:
