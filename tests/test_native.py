@@ -53,7 +53,6 @@ def _reload_native(monkeypatch, **environment):
     for key, value in environment.items():
         monkeypatch.setenv(key, value)
     native.library.cache_clear()
-    dropout_module._native_kernel.cache_clear()
     dropout_module.native_matches_rand.cache_clear()
 
 

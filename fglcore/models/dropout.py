@@ -29,7 +29,6 @@ also reproduces them, but measured no faster than ``torch.rand``.)
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import math
 from typing import Callable
@@ -69,21 +68,6 @@ def _same_draws(reference: Callable, candidate: Callable, draws) -> bool:
         torch.set_rng_state(saved)
 
 
-@functools.lru_cache(maxsize=None)
-def _native_kernel():
-    library = native.library("dropout")
-    if library is None:
-        return None
-    pointer, size, float32 = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_float
-    library.dropout_noise.argtypes = [pointer, pointer, size, ctypes.c_uint64, float32]
-    library.dropout_noise.restype = ctypes.c_int
-    library.relu_dropout_forward.argtypes = [pointer, pointer, pointer, pointer, size, ctypes.c_uint64, float32]
-    library.relu_dropout_forward.restype = ctypes.c_int
-    library.relu_dropout_backward.argtypes = [pointer, pointer, pointer, size, float32]
-    library.relu_dropout_backward.restype = None
-    return library
-
-
 def _threshold(q: float) -> int:
     return math.ceil(q * 2.0**53)  # q * 2^53 is exact: u = m * 2^-53 < q  <=>  m < ceil(q * 2^53)
 
@@ -101,7 +85,7 @@ def _native_noise(library, numel: int, q: float, keep_value: float) -> Tensor | 
 @functools.lru_cache(maxsize=None)
 def native_matches_rand() -> bool:
     """Whether the C kernel reproduces ``rand(float64) < q`` and the generator's end state (probed once)."""
-    library = _native_kernel()
+    library = native.library("dropout")
     if library is None:
         return False
     draws = ((4099, 0.5), (1, 0.9), (1500, 0.3), (700, 0.25), (3000, 1 / 3))
@@ -119,7 +103,7 @@ def dropout_noise(shape: torch.Size, p: float, dtype: torch.dtype = torch.float3
     """
     q = 1 - p
     if dtype == torch.float32 and native_matches_rand():
-        noise = _native_noise(_native_kernel(), math.prod(shape), q, _keep_value(p, dtype).item())
+        noise = _native_noise(native.library("dropout"), math.prod(shape), q, _keep_value(p, dtype).item())
         if noise is not None:
             return noise.view(shape)
     return (torch.rand(shape, dtype=torch.float64) < q).to(dtype).div_(q)
@@ -139,7 +123,7 @@ class _ReluDropout(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, h: Tensor, p: float) -> Tensor:
-        library = _native_kernel()
+        library = native.library("dropout")
         keep_value = _keep_value(p, h.dtype).item()
         state = torch.get_rng_state()
         out = torch.empty_like(h)
@@ -159,8 +143,9 @@ class _ReluDropout(torch.autograd.Function):
         (code,) = ctx.saved_tensors
         grad = grad.contiguous()
         grad_h = torch.empty_like(grad)
-        _native_kernel().relu_dropout_backward(grad.data_ptr(), code.data_ptr(), grad_h.data_ptr(), grad.numel(),
-                                               ctx.keep_value)
+        native.library("dropout").relu_dropout_backward(
+            grad.data_ptr(), code.data_ptr(), grad_h.data_ptr(), grad.numel(), ctx.keep_value
+        )
         return grad_h, None
 
 

@@ -36,7 +36,6 @@ vs 67.07). Any other layer (or a plain ``edge_index`` tensor) falls back to
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 from dataclasses import dataclass
 from typing import Iterable
@@ -63,17 +62,8 @@ def spmm(matrix: Tensor, dense: Tensor) -> Tensor:
     if matrix.device.type != "cpu":
         return torch.sparse.mm(matrix, dense)
     if _native_applies(matrix, dense) and native_spmm_matches_torch():
-        return _native_spmm(_native_library(), matrix, dense)
+        return _native_spmm(native.library("spmm"), matrix, dense)
     return torch.sparse.mm(matrix, dense, "sum")
-
-
-@functools.lru_cache(maxsize=None)
-def _native_library():
-    library = native.library("spmm")
-    if library is not None:
-        library.csr_spmm_sum.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int64] * 2
-        library.csr_spmm_sum.restype = None
-    return library
 
 
 def _native_applies(matrix: Tensor, dense: Tensor) -> bool:
@@ -99,7 +89,7 @@ def _native_spmm(library, matrix: Tensor, dense: Tensor) -> Tensor:
 @functools.lru_cache(maxsize=None)
 def native_spmm_matches_torch() -> bool:
     """Whether the C kernel gives ``torch.sparse.mm(A, x, "sum")`` bit for bit here (probed once, weighted A)."""
-    library = _native_library()
+    library = native.library("spmm")
     if library is None:
         return False
     generator = torch.Generator().manual_seed(0)

@@ -23,6 +23,18 @@ import tempfile
 import warnings
 from pathlib import Path
 
+_POINTER, _SIZE, _FLOAT, _INT64, _UINT64 = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_float, ctypes.c_int64, ctypes.c_uint64
+
+SIGNATURES: dict[str, dict[str, tuple[list, type | None]]] = {
+    "dropout": {
+        "dropout_noise": ([_POINTER, _POINTER, _SIZE, _UINT64, _FLOAT], ctypes.c_int),
+        "relu_dropout_forward": ([_POINTER, _POINTER, _POINTER, _POINTER, _SIZE, _UINT64, _FLOAT], ctypes.c_int),
+        "relu_dropout_backward": ([_POINTER, _POINTER, _POINTER, _SIZE, _FLOAT], None),
+    },
+    "spmm": {"csr_spmm_sum": ([_POINTER] * 5 + [_INT64] * 2, None)},
+}
+"""The C functions of each kernel file, ``{file: {function: (argument types, return type)}}``."""
+
 FLAGS = ("-O3", "-march=native", "-shared", "-fPIC", "-std=c99", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off")
 
 
@@ -57,8 +69,9 @@ def _compile(source: Path, target: Path) -> None:
 
 
 @functools.lru_cache(maxsize=None)
-def library(name: str = "dropout") -> ctypes.CDLL | None:
-    """The compiled kernel ``<name>.c`` of this folder, or ``None`` when native kernels are unavailable."""
+def library(name: str) -> ctypes.CDLL | None:
+    """The compiled kernel ``<name>.c`` of this folder with the :data:`SIGNATURES` of its functions set,
+    or ``None`` when native kernels are unavailable."""
     if not enabled():
         return None
     source = Path(__file__).with_name(f"{name}.c")
@@ -69,8 +82,12 @@ def library(name: str = "dropout") -> ctypes.CDLL | None:
     try:
         if not target.exists():
             _compile(source, target)
-        return ctypes.CDLL(str(target))
+        compiled = ctypes.CDLL(str(target))
     except (OSError, RuntimeError, subprocess.CalledProcessError) as error:
         detail = getattr(error, "stderr", "") or error
         warnings.warn(f"fglcore.native: {name}.c not available, using the PyTorch path ({detail})", stacklevel=2)
         return None
+    for function, (argtypes, restype) in SIGNATURES.get(name, {}).items():
+        getattr(compiled, function).argtypes = argtypes
+        getattr(compiled, function).restype = restype
+    return compiled
