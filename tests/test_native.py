@@ -127,3 +127,24 @@ def test_native_spmm_is_torch_sparse_mm_bit_for_bit(width):
     expected = torch.sparse.mm(matrix, x, "sum")
     assert torch.equal(_bits(operators.spmm(matrix, x)), _bits(expected))
     assert torch.allclose(expected, dense_matrix @ x, atol=1e-5)
+
+
+@needs_compiler
+@pytest.mark.parametrize("shape", [(1, 1), (1, 7), (16, 16), (17, 33), (64, 3703)])
+def test_native_transpose_is_t_contiguous_bit_for_bit(shape):
+    from fglcore.models import operators
+
+    matrix = torch.randn(*shape)
+    matrix.view(-1)[: min(3, matrix.numel())] = torch.tensor([-0.0, float("nan"), float("inf")])[: min(3, matrix.numel())]
+    out = operators.transposed(matrix)
+    assert out.shape == (shape[1], shape[0]) and out.is_contiguous()
+    assert torch.equal(_bits(out), _bits(matrix.t().contiguous()))
+
+
+def test_transpose_without_native_kernel_falls_back(monkeypatch):
+    from fglcore.models import operators
+
+    monkeypatch.setattr(operators.native, "library", lambda name: None)
+    matrix = torch.randn(5, 3)
+    assert torch.equal(operators.transposed(matrix), matrix.t().contiguous())
+    assert torch.equal(operators.transposed(matrix.double()), matrix.double().t())

@@ -43,7 +43,7 @@ from torch import Tensor, nn
 from torch.utils.weak import WeakIdKeyDictionary
 from torch_geometric.nn.dense.linear import Linear as PyGLinear
 
-from fglcore.models.operators import spmm
+from fglcore.models.operators import spmm, transposed
 
 SPARSE_ENV = "FGL_SPARSE_FEATURES"
 
@@ -139,11 +139,11 @@ class _SparseLinear(torch.autograd.Function):
     @staticmethod
     def forward(ctx, matrix: Tensor, transpose: Tensor, weight: Tensor) -> Tensor:
         ctx.transpose = transpose
-        return spmm(matrix, weight.t().contiguous())
+        return spmm(matrix, transposed(weight))
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        return None, None, spmm(ctx.transpose, grad.contiguous()).t()
+        return None, None, transposed(spmm(ctx.transpose, grad.contiguous()))
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:

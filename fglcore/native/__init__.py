@@ -31,7 +31,10 @@ SIGNATURES: dict[str, dict[str, tuple[list, type | None]]] = {
         "relu_dropout_forward": ([_POINTER, _POINTER, _POINTER, _POINTER, _SIZE, _UINT64, _FLOAT], ctypes.c_int),
         "relu_dropout_backward": ([_POINTER, _POINTER, _POINTER, _SIZE, _FLOAT], None),
     },
-    "spmm": {"csr_spmm_sum": ([_POINTER] * 5 + [_INT64] * 2, None)},
+    "spmm": {
+        "csr_spmm_sum": ([_POINTER] * 5 + [_INT64] * 2, None),
+        "transpose_f32": ([_POINTER] * 2 + [_INT64] * 2, None),
+    },
 }
 """The C functions of each kernel file, ``{file: {function: (argument types, return type)}}``."""
 

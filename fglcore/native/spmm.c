@@ -34,3 +34,22 @@ void csr_spmm_sum(const int64_t *restrict crow, const int64_t *restrict col, con
         }
     }
 }
+
+/*
+ * out = in^T for a row-major rows x cols float32 matrix (PyTorch's
+ * in.t().contiguous()), copied as 32-bit words in square tiles so that both
+ * sides stay in cache. The sparse first layers multiply by a weight's
+ * transpose on every step (fglcore/models/sparse_input.py).
+ */
+#define TILE 16
+
+void transpose_f32(const uint32_t *restrict in, uint32_t *restrict out, int64_t rows, int64_t cols) {
+    for (int64_t r0 = 0; r0 < rows; r0 += TILE) {
+        int64_t r1 = r0 + TILE < rows ? r0 + TILE : rows;
+        for (int64_t c0 = 0; c0 < cols; c0 += TILE) {
+            int64_t c1 = c0 + TILE < cols ? c0 + TILE : cols;
+            for (int64_t c = c0; c < c1; c++)
+                for (int64_t r = r0; r < r1; r++) out[c * rows + r] = in[r * cols + c];
+        }
+    }
+}
