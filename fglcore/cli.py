@@ -12,6 +12,7 @@ from typing import Sequence
 
 from fglcore.config import ConfigError
 from fglcore.registry import UnknownNameError
+from fglcore.runlog import LogFollower, log_path
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,7 +41,9 @@ def _run(args: argparse.Namespace) -> int:
     from fglcore import notebooks
 
     overrides = {key: notebooks.parse_override(value) for key, value in args.parameter}
-    target = notebooks.execute(args.notebook, args.profile, overrides, args.out)
+    _, out = notebooks.prepare(args.notebook, args.profile, overrides, args.out)
+    with LogFollower({log_path(out / "results.csv"): notebooks.paper_of(args.notebook)}, emit=_say):
+        target = notebooks.execute(args.notebook, args.profile, overrides, args.out)
     print(f"wrote {target}")
     return 0
 
@@ -52,12 +55,14 @@ def _reproduce(args: argparse.Namespace) -> int:
     jobs = [(paper, nb) for paper in selected for nb in notebooks.notebooks_of(paper)]
     for _, nb in jobs:  # validate every parameter set before the first notebook runs
         notebooks.prepare(nb, args.profile)
-    if args.jobs == 1:
-        for paper, nb in jobs:
-            print(f"[{paper}] {nb.name} ({args.profile})", flush=True)
-            notebooks.execute(nb, args.profile)
-    else:
-        _execute_side_by_side(jobs, args.profile, args.jobs)
+    logs = {log_path(paths.output_dir(args.profile, paper) / "results.csv"): paper for paper in selected}
+    with LogFollower(logs, emit=_say):
+        if args.jobs == 1:
+            for paper, nb in jobs:
+                _say(f"[{paper}] {nb.name} ({args.profile})")
+                notebooks.execute(nb, args.profile)
+        else:
+            _execute_side_by_side(jobs, args.profile, args.jobs)
     summary = compare.build_summary(paths.outputs_root() / args.profile)
     print(f"summary of {len(summary)} comparisons: {paths.outputs_root() / args.profile / 'summary.md'}")
     return 0
@@ -76,9 +81,9 @@ def _execute_side_by_side(jobs: Sequence[tuple[str, Path]], profile: str, worker
     from fglcore import notebooks
 
     def execute(paper: str, nb: Path) -> None:
-        print(f"[{paper}] {nb.name} ({profile}) started", flush=True)
+        _say(f"[{paper}] {nb.name} ({profile}) started")
         notebooks.execute(nb, profile, progress=False)
-        print(f"[{paper}] {nb.name} ({profile}) done", flush=True)
+        _say(f"[{paper}] {nb.name} ({profile}) done")
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(execute, paper, nb) for paper, nb in jobs]
@@ -88,6 +93,10 @@ def _execute_side_by_side(jobs: Sequence[tuple[str, Path]], profile: str, worker
     for future in futures:
         if future.done() and not future.cancelled() and future.exception() is not None:
             raise future.exception()
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
 
 
 def _positive_int(text: str) -> int:

@@ -34,6 +34,7 @@ from fglcore.data.federation import build_federation
 from fglcore.fl.checkpoint import RoundCheckpoint
 from fglcore.fl.engine import RunResult
 from fglcore.results import RUN_LABEL_KEYS, ResultStore, config_id, rows_from_result, run_id, summarize
+from fglcore.runlog import SweepLog
 
 __all__ = ["as_config", "run", "run_full", "grid", "sweep", "summarize"]
 
@@ -169,6 +170,10 @@ def sweep(
     resumes from its last saved round rather than from the start
     (:mod:`fglcore.fl.checkpoint`); ``seconds`` then counts the resumed part only.
 
+    Each computed run also appends a progress line (how many are stored,
+    what ran, how long it took, roughly how long the rest takes) to
+    ``<stem>.log`` beside the file (:mod:`fglcore.runlog`).
+
     Before each run the store is read again, so two sweeps sharing one file
     (two notebooks of a paper run side by side) skip or copy what the other
     has stored in the meantime.
@@ -188,9 +193,12 @@ def sweep(
     total = len(todo)
     todo = {cid: c for cid, c in todo.items() if cid not in done}
     computed = {rid: cid for cid, rid in store.run_ids().items() if cid in done}
+    run_ids = {cid: run_id(config) for cid, config in todo.items()}
+    order = list(todo)
+    log = SweepLog(store.path, desc)
     with tqdm(total=total, initial=total - len(todo), desc=desc, disable=not progress) as bar:
-        for cid, config in todo.items():
-            rid = run_id(config)
+        for position, (cid, config) in enumerate(todo.items()):
+            rid = run_ids[cid]
             if rid not in computed:  # another process sharing the file may have stored it since
                 done = _done_ids(store, per_client=per_client, curve=curve)
                 if cid in done:
@@ -205,9 +213,13 @@ def sweep(
                 checkpoint = RoundCheckpoint(store.path.parent / CHECKPOINT_FOLDER / f"{rid}.pt")
                 start = time.perf_counter()
                 rows = run(config, per_client=per_client, curve=curve, checkpoint=checkpoint)
-                store.append(rows, run_id=rid, seconds=round(time.perf_counter() - start, 2))
+                seconds = round(time.perf_counter() - start, 2)
+                store.append(rows, run_id=rid, seconds=seconds)
                 checkpoint.clear()
                 computed[rid] = cid
+                runs_left = len({run_ids[c] for c in order[position + 1:]} - computed.keys())
+                log.computed(stored=total - len(todo) + position + 1, total=total, label=_label(config),
+                             seconds=seconds, runs_left=runs_left)
             bar.update()
     rows = store.read()
     wanted = {config_id(c) for c in configs}

@@ -105,3 +105,24 @@ def test_reproduce_runs_notebooks_side_by_side_and_reports_a_failure(capsys, mon
     with pytest.raises(SystemExit) as exit_info:
         main(["reproduce", "tour", "--jobs", "0"])
     assert exit_info.value.code == 2 and "expected an integer >= 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["reproduce", "fedspray", "--profile", "smoke"],
+                                     ["run", "notebooks/fedspray/3_results.ipynb", "--profile", "smoke"]])
+def test_run_and_reproduce_print_the_progress_lines_of_the_sweeps(capsys, monkeypatch, tmp_path, command):
+    from fglcore import compare, paths
+    from fglcore.runlog import SweepLog
+
+    def execute(nb, profile, overrides=None, out_dir=None, *, progress=True):  # a notebook whose sweep ran a run
+        out = paths.output_dir(profile, "fedspray")
+        out.mkdir(parents=True, exist_ok=True)
+        SweepLog(out / "results.csv", "Table 2").computed(stored=1, total=2, label=nb.name, seconds=5, runs_left=1)
+        return nb
+
+    monkeypatch.setattr(notebooks, "execute", execute)
+    monkeypatch.setattr(compare, "build_summary", lambda root: [])
+    monkeypatch.setattr(paths, "outputs_root", lambda: tmp_path)
+    monkeypatch.chdir(paths.repo_root())
+    assert main(command) == 0
+    printed = [line for line in capsys.readouterr().out.splitlines() if "Table 2  1/2" in line]
+    assert printed and all(line.startswith("[fedspray] ") for line in printed)
