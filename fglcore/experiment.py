@@ -109,7 +109,8 @@ CHECKPOINT_FOLDER = ".checkpoints"
 
 
 def _label(config: ExperimentConfig) -> str:
-    return f"{config.dataset} {config.algorithm} {config.model} seed={config.seed}"
+    setting = f" [{config.setting}]" if config.setting else ""
+    return f"{config.dataset} {config.algorithm}{setting} {config.model} seed={config.seed}"
 
 
 def _done_ids(store: ResultStore, *, per_client: bool, curve: bool) -> set[str]:

@@ -160,12 +160,13 @@ def test_sweep_logs_each_computed_run_with_the_runs_left(fake_stack, tmp_path):
     path = tmp_path / "r.csv"
     experiment.sweep(experiment.grid({**BASE, "table": "1"}, seed=[0]), path, progress=False)
     # seeds 0..2 of table 2: seed 0 is a copy (no line), seeds 1 and 2 are computed
-    experiment.sweep(experiment.grid({**BASE, "table": "2"}, seed=[0, 1, 2]), path, progress=False, desc="Table 2")
+    table2 = {**BASE, "table": "2", "setting": "code"}
+    experiment.sweep(experiment.grid(table2, seed=[0, 1, 2]), path, progress=False, desc="Table 2")
     lines = (tmp_path / "r.log").read_text().splitlines()
     assert len(lines) == 3 and len(FakeAlgorithm.calls) == 3
     assert "  1/1  Cora fake_fast gcn seed=0  " in lines[0] and lines[0].endswith("last run")
-    assert "  Table 2  2/3  Cora fake_fast gcn seed=1  " in lines[1] and lines[1].endswith("of runs left")
-    assert "  Table 2  3/3  Cora fake_fast gcn seed=2  " in lines[2] and lines[2].endswith("last run")
+    assert "  Table 2  2/3  Cora fake_fast [code] gcn seed=1  " in lines[1] and lines[1].endswith("of runs left")
+    assert "  Table 2  3/3  Cora fake_fast [code] gcn seed=2  " in lines[2] and lines[2].endswith("last run")
 
 
 def test_a_copied_run_keeps_only_the_row_families_its_sweep_asks_for(fake_stack, tmp_path, monkeypatch):
