@@ -17,7 +17,7 @@ test graphs, for three implementations:
 * ``fast``: fglcore's default (the same, with CSR sparse operators,
   :mod:`fglcore.models.operators`, and ReLU + dropout in one native pass
   with PyTorch's masks, :func:`fglcore.models.dropout.relu_dropout`). Its
-  numbers equal ``plain``'s up to float summation order
+  numbers equal ``plain``'s bit for bit
   (``tests/test_fast_graph.py``, ``tests/test_native.py``).
 
 Model families: ``fedstar`` (FeatureStructureGNN: GIN feature channel, GCN

@@ -76,11 +76,9 @@ def test_fast_path_equals_plain_path(federation, monkeypatch, changes):
         pa, pb = dict(a.model.named_parameters()), dict(b.model.named_parameters())
         assert pa.keys() == pb.keys()
         for name in pa:
-            torch.testing.assert_close(pa[name], pb[name], atol=1e-5, rtol=0, msg=name)
+            assert torch.equal(pa[name], pb[name]), name
         for split, prediction in a.evaluate().items():
-            other = b.evaluate()[split]
-            torch.testing.assert_close(prediction.logits, other.logits, atol=1e-5, rtol=0)
-            assert torch.equal(prediction.logits.argmax(1), other.logits.argmax(1))
+            assert torch.equal(prediction.logits, b.evaluate()[split].logits)
     for key in ("val_accuracy", "test_accuracy"):
         assert plain_result.metrics[key] == fast_result.metrics[key]
     assert [c["test_accuracy"] for c in plain_result.per_client] == [c["test_accuracy"] for c in fast_result.per_client]
@@ -119,8 +117,7 @@ def test_apply_conv_equals_the_layer_forward_and_backward(directed):
         (grad_expected,) = torch.autograd.grad(expected.square().sum(), x)
         got = apply_conv(conv, x, batch.operators)
         (grad_got,) = torch.autograd.grad(got.square().sum(), x)
-        torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
-        torch.testing.assert_close(grad_got, grad_expected, atol=1e-5, rtol=1e-5)
+        assert torch.equal(got, expected) and torch.equal(grad_got, grad_expected), type(conv).__name__
     assert apply_conv(convs[0], x, batch.edge_index).equal(convs[0](x, batch.edge_index))
 
 
@@ -155,9 +152,9 @@ def test_dropout_draws_pytorchs_masks_and_leaves_the_generator_where_pytorch_doe
     assert isinstance(rand_matches_bernoulli(), bool)
 
 
-@pytest.mark.parametrize("model, bit_for_bit", [("sage", True), ("gin", True), ("gcn", False), ("gat", True)])
-def test_node_trainer_fast_path_equals_plain_path(model, bit_for_bit):
-    """A node client trained on its sparse operators ends where PyG's edge_index path ends."""
+@pytest.mark.parametrize("model", ["sage", "gin", "gcn", "gat"])
+def test_node_trainer_fast_path_equals_plain_path(model):
+    """A node client trained on its sparse operators ends where PyG's edge_index path ends, bit for bit."""
     from fglcore.algorithms.training import NodeTrainer
     from fglcore.models import build_model
 
@@ -179,7 +176,4 @@ def test_node_trainer_fast_path_equals_plain_path(model, bit_for_bit):
         trainer.train_epochs(10)
         states[fast] = trainer.model.state_dict()
     for name, value in states[True].items():
-        if bit_for_bit:
-            assert torch.equal(value, states[False][name]), name
-        else:
-            torch.testing.assert_close(value, states[False][name], rtol=1e-4, atol=1e-5)
+        assert torch.equal(value, states[False][name]), name

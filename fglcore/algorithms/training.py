@@ -20,11 +20,10 @@ adjacency matrices (:class:`~fglcore.models.operators.GraphOperators`),
 sliced out of per-client matrices built once. Message passing is then one
 sparse-dense product per layer instead of a gather and a scatter over the
 edges (:mod:`fglcore.models.operators`); the batches, their order, the
-initial weights and the dropout masks are those of the plain path, so the
-two agree up to floating-point rounding: bit for bit for GIN and SAGE
-models, to ~1e-6 per step where GCN layers are involved (FedStar's
-structure channel), see :mod:`fglcore.models.operators`
-(``tests/test_fast_graph.py``, ``benchmarks/fedstar_speed.py``).
+initial weights and the dropout masks are those of the plain path, and
+the products round as PyG's scatter-add does, so the two give the same
+numbers bit for bit (:mod:`fglcore.models.operators`,
+``tests/test_fast_graph.py``, ``benchmarks/fedstar_speed.py``).
 
 ``train_epochs(n, extra_loss=None)`` lets an algorithm add a term to every
 local objective without copying the loop: ``extra_loss(output)`` receives
@@ -98,8 +97,8 @@ class NodeTrainer:
     ``accepts_graph_operators`` (:class:`~fglcore.models.node.StackedGNN`:
     GCN, GraphSAGE, GIN, GAT, and APFL's mixture of one) the
     client graph's sparse operators, built once, instead of its
-    ``edge_index``: bit for bit the same for GraphSAGE and GIN, rounded
-    differently for GCN (see the module docstring). The first layer
+    ``edge_index``: bit for bit the same numbers (see the module
+    docstring). The first layer
     multiplies the features sparsely when they are sparse
     (:mod:`fglcore.models.sparse_input`).
     """

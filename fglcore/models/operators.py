@@ -6,9 +6,8 @@ backward pass does the same in reverse. On mini-batches of large graphs
 (FedStar's DD client: ~170k nodes and ~860k edges per batch of 128 graphs)
 that gather/scatter pair dominates a training step. The same sums can be
 computed as one product of a CSR adjacency matrix with ``x``
-(``torch.sparse.mm(A, x, "sum")``, PyTorch's vectorised row-reduction
-kernel), and the backward as one product with ``A^T`` -- ``A`` itself for
-the undirected graphs of the TU benchmarks.
+(:func:`propagate`, a small C kernel), and the backward as one product with
+``A^T`` -- ``A`` itself for the undirected graphs of the TU benchmarks.
 
 :class:`GraphOperators` carries the matrices a model needs for one
 mini-batch (built by :class:`fglcore.algorithms.training.GraphBatcher`);
@@ -23,16 +22,15 @@ mini-batch (built by :class:`fglcore.algorithms.training.GraphBatcher`);
 * ``SAGEConv`` with mean aggregation (Hamilton et al., NeurIPS 2017):
   ``lin_l(A x / deg) + lin_r(x)``.
 
-A row's entries keep the order of PyG's edge list, so the unweighted sums
-of GIN and SAGE come out bit for bit as PyG's scatter computes them (FedAvg
-with GIN: identical parameters after training in ``tests/test_fast_graph.py``
-and on CHEM). GCN's weighted sums are rounded differently (the CSR kernel
-accumulates ``w * x`` in one step), about 1e-7 relative per layer; Adam
-magnifies such rounding differences on parameters whose gradients nearly
-cancel, so two long FedStar runs drift apart as runs on two BLAS builds do
-(CHEM, 3 rounds: largest parameter difference 1e-2, mean test accuracy 67.40
-vs 67.07). Any other layer (or a plain ``edge_index`` tensor) falls back to
-``conv(x, edge_index)``.
+A row's entries keep the order of PyG's edge list (GCN's self-loops last,
+where ``gcn_norm`` appends them), and :func:`propagate` rounds each message
+``w * x`` before adding it, as PyG's scatter-add does, so every layer above
+gives PyG's numbers bit for bit, forward and backward: whole FedStar,
+FedAvg and node-classification runs end with identical parameters on both
+paths (``tests/test_fast_graph.py``). ``torch.sparse.mm``'s fused
+multiply-adds would round GCN's weighted sums differently in the last bit,
+which Adam magnifies until long runs drift apart. Any other layer (or a
+plain ``edge_index`` tensor) falls back to ``conv(x, edge_index)``.
 """
 from __future__ import annotations
 
@@ -56,14 +54,48 @@ def spmm(matrix: Tensor, dense: Tensor) -> Tensor:
     ``torch.sparse.mm``'s ``reduce`` argument exists only for CSR on CPU. On
     CPU, float32 products go through ``fglcore/native/spmm.c`` when it is
     available and reproduces PyTorch's kernel bit for bit here
-    (:func:`native_spmm_matches_torch`): the same sums, without PyTorch's
-    separate zero-filling pass (about 1.3-1.7x faster on FedStar's DD batches).
+    (:func:`native_matches`): the same sums, without PyTorch's separate
+    zero-filling pass (about 1.3-1.7x faster on FedStar's DD batches). The
+    sparse first layers (:mod:`fglcore.models.sparse_input`) use it.
     """
     if matrix.device.type != "cpu":
         return torch.sparse.mm(matrix, dense)
-    if _native_applies(matrix, dense) and native_spmm_matches_torch():
-        return _native_spmm(native.library("spmm"), matrix, dense)
+    if _native_applies(matrix, dense) and native_matches(FUSED):
+        return _native_product(FUSED, matrix, dense)
     return torch.sparse.mm(matrix, dense, "sum")
+
+
+def propagate(matrix: Tensor, dense: Tensor) -> Tensor:
+    """``matrix @ dense`` for a CSR ``matrix``, rounded as PyG's message passing rounds it on CPU.
+
+    A PyG layer computes every message ``value * x[source]`` on its own and
+    scatter-adds the messages into their targets in edge order
+    (:func:`scatter_sum`). Summing fused multiply-adds, as
+    ``torch.sparse.mm`` does, rounds GCN's weighted sums differently in the
+    last bit; this product does not, so a CSR matrix whose rows keep the
+    edge list's order gives PyG's numbers bit for bit. On CPU float32 it
+    runs ``fglcore/native/spmm.c`` (probed against :func:`scatter_sum` at
+    first use), elsewhere on CPU :func:`scatter_sum` itself; on a GPU, where
+    PyG's scatter has no fixed order either, cuSPARSE.
+    """
+    if matrix.device.type != "cpu":
+        return torch.sparse.mm(matrix, dense)
+    if _native_applies(matrix, dense) and native_matches(UNFUSED):
+        return _native_product(UNFUSED, matrix, dense)
+    return scatter_sum(matrix, dense)
+
+
+def scatter_sum(matrix: Tensor, dense: Tensor) -> Tensor:
+    """``matrix @ dense`` as PyG's ``scatter(value * x[col], row, reduce="sum")``: products, then ``index_add_`` in entry order."""
+    crow, col = matrix.crow_indices(), matrix.col_indices()
+    rows = torch.repeat_interleave(torch.arange(matrix.size(0), device=crow.device), crow.diff())
+    messages = matrix.values().view(-1, 1) * dense[col]
+    return dense.new_zeros(matrix.size(0), dense.size(1)).index_add_(0, rows, messages)
+
+
+FUSED, UNFUSED = "csr_spmm_sum", "csr_spmm_sum_unfused"
+_REFERENCES = {FUSED: lambda matrix, x: torch.sparse.mm(matrix, x, "sum"), UNFUSED: scatter_sum}
+"""The C functions of ``spmm.c`` and the PyTorch expressions they reproduce."""
 
 
 def _native_applies(matrix: Tensor, dense: Tensor) -> bool:
@@ -78,19 +110,19 @@ def _native_applies(matrix: Tensor, dense: Tensor) -> bool:
     )
 
 
-def _native_spmm(library, matrix: Tensor, dense: Tensor) -> Tensor:
+def _native_product(function: str, matrix: Tensor, dense: Tensor) -> Tensor:
     crow, col, value = matrix.crow_indices().contiguous(), matrix.col_indices().contiguous(), matrix.values().contiguous()
     out = torch.empty(matrix.size(0), dense.size(1), dtype=dense.dtype)
-    library.csr_spmm_sum(crow.data_ptr(), col.data_ptr(), value.data_ptr(), dense.data_ptr(), out.data_ptr(),
-                         matrix.size(0), dense.size(1))
+    getattr(native.library("spmm"), function)(crow.data_ptr(), col.data_ptr(), value.data_ptr(), dense.data_ptr(),
+                                              out.data_ptr(), matrix.size(0), dense.size(1))
     return out
 
 
 @functools.lru_cache(maxsize=None)
-def native_spmm_matches_torch() -> bool:
-    """Whether the C kernel gives ``torch.sparse.mm(A, x, "sum")`` bit for bit here (probed once, weighted A)."""
-    library = native.library("spmm")
-    if library is None:
+def native_matches(function: str) -> bool:
+    """Whether the C ``function`` (:data:`FUSED`, :data:`UNFUSED`) gives its PyTorch expression bit for bit here
+    (probed once, on a weighted matrix)."""
+    if native.library("spmm") is None:
         return False
     generator = torch.Generator().manual_seed(0)
     dense_matrix = torch.rand(97, 131, generator=generator)
@@ -98,8 +130,8 @@ def native_spmm_matches_torch() -> bool:
     matrix = dense_matrix.to_sparse_csr()
     for width in (1, 7, 64, 100, 130):
         x = torch.randn(131, width, generator=generator)
-        expected = torch.sparse.mm(matrix, x, "sum")
-        if not torch.equal(_native_spmm(library, matrix, x).view(torch.int32), expected.view(torch.int32)):
+        expected = _REFERENCES[function](matrix, x)
+        if not torch.equal(_native_product(function, matrix, x).view(torch.int32), expected.view(torch.int32)):
             return False
     return True
 
@@ -125,16 +157,16 @@ def _native_transposes(matrix: Tensor) -> bool:
 
 
 class _SpMM(torch.autograd.Function):
-    """``matrix @ x`` with the gradient ``transpose @ grad`` (CSR row-reduction kernel both ways)."""
+    """``matrix @ x`` with the gradient ``transpose @ grad``, both by :func:`propagate`."""
 
     @staticmethod
     def forward(ctx, matrix: Tensor, transpose: Tensor, x: Tensor) -> Tensor:
         ctx.transpose = transpose
-        return spmm(matrix, x)
+        return propagate(matrix, x)
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        return None, None, spmm(ctx.transpose, grad.contiguous())
+        return None, None, propagate(ctx.transpose, grad.contiguous())
 
 
 @dataclass

@@ -33,6 +33,7 @@ SIGNATURES: dict[str, dict[str, tuple[list, type | None]]] = {
     },
     "spmm": {
         "csr_spmm_sum": ([_POINTER] * 5 + [_INT64] * 2, None),
+        "csr_spmm_sum_unfused": ([_POINTER] * 5 + [_INT64] * 2, None),
         "transpose_f32": ([_POINTER] * 2 + [_INT64] * 2, None),
     },
 }

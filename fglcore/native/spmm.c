@@ -36,6 +36,36 @@ void csr_spmm_sum(const int64_t *restrict crow, const int64_t *restrict col, con
 }
 
 /*
+ * out = A @ x with the arithmetic of PyG's message passing on an edge list:
+ * the product value * x[col] is rounded on its own and then added
+ * (scatter-add, acc = acc + p, in entry order from 0). The file is built
+ * with -ffp-contract=off, so the compiler fuses nothing. For weighted
+ * matrices (GCN's normalised adjacency) this differs from csr_spmm_sum's
+ * fused multiply-adds in the last bit; for 0/1 values both are exact sums.
+ */
+void csr_spmm_sum_unfused(const int64_t *restrict crow, const int64_t *restrict col, const float *restrict value,
+                          const float *restrict x, float *restrict out, int64_t rows, int64_t width) {
+    for (int64_t i = 0; i < rows; i++) {
+        float *restrict out_row = out + i * width;
+        for (int64_t start = 0; start < width; start += BLOCK) {
+            int64_t count = width - start < BLOCK ? width - start : BLOCK;
+            float acc[BLOCK];
+            for (int64_t k = 0; k < BLOCK; k++) acc[k] = 0.0f;
+            for (int64_t e = crow[i]; e < crow[i + 1]; e++) {
+                const float *restrict x_row = x + col[e] * width + start;
+                const float v = value[e];
+                if (count == BLOCK) {
+                    for (int64_t k = 0; k < BLOCK; k++) acc[k] = acc[k] + v * x_row[k];
+                } else {
+                    for (int64_t k = 0; k < count; k++) acc[k] = acc[k] + v * x_row[k];
+                }
+            }
+            for (int64_t k = 0; k < count; k++) out_row[start + k] = acc[k];
+        }
+    }
+}
+
+/*
  * out = in^T for a row-major rows x cols float32 matrix (PyTorch's
  * in.t().contiguous()), copied as 32-bit words in square tiles so that both
  * sides stay in cache. The sparse first layers multiply by a weight's
