@@ -367,6 +367,24 @@ class ResultStore:
                 write_csv_atomic(entries if index.empty else pd.concat([index, entries], ignore_index=True),
                                  self.index_path)
 
+    def forget(self, config_ids: Iterable[str]) -> int:
+        """Remove the rows and index entries of ``config_ids``, so a sweep runs them again; returns the rows removed.
+
+        For runs that a change of the code has made stale: the next sweep
+        recomputes exactly these and copies nothing from them.
+        """
+        config_ids = set(config_ids)
+        with self._exclusive():
+            stored = self.read()
+            kept = stored[~stored["config_id"].isin(config_ids)]
+            if len(kept) == len(stored):
+                return 0
+            self._write(kept)
+            if self.index_path.exists():
+                index = self.run_log()
+                write_csv_atomic(index[~index["config_id"].isin(config_ids)], self.index_path)
+        return len(stored) - len(kept)
+
     @contextlib.contextmanager
     def _exclusive(self):
         """Hold the store's lock file (a no-op without ``fcntl``)."""

@@ -197,3 +197,15 @@ def test_the_run_index_records_seconds_and_reads_old_indexes(tmp_path):
     assert (cost["runs computed"], cost["runs copied"], cost["compute hours"]) == (1, 1, round(12.5 / 3600, 2))
     store.index_path.write_text("config_id,run_id\n" + f"{'b' * 16},{'c' * 16}\n")  # written by an older version
     assert store.run_ids() == {"b" * 16: "c" * 16} and math.isnan(store.run_log()["seconds"].iloc[0])
+
+
+def test_forget_removes_rows_and_index_entries_so_a_sweep_reruns_them(tmp_path):
+    store = ResultStore(tmp_path / "results.csv")
+    stale, kept = make_config(seed=0), make_config(seed=1)
+    store.append(rows_for(stale, 0.5), run_id="a" * 16, seconds=3.0)
+    store.append(rows_for(kept, 0.6), run_id="b" * 16, seconds=4.0)
+    assert store.forget([config_id(stale), "not-stored"]) == len(rows_for(stale, 0.5))
+    assert store.done_ids() == {config_id(kept)}
+    assert store.run_ids() == {config_id(kept): "b" * 16}
+    assert ResultStore(tmp_path / "other.csv").forget([config_id(stale)]) == 0
+    assert not (tmp_path / "other.csv").exists()  # nothing stored: nothing written
