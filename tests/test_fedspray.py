@@ -185,7 +185,7 @@ def test_clients_deploy_their_personalized_gnn(cora3, default_run):
         client.model.eval()
         with torch.no_grad():
             logits = client.model(data.x, data.edge_index)
-        # the trainer's sparse operators and features round differently from this edge_index pass
+        # the trainer multiplies the sparse features sparsely, which rounds differently from this dense pass
         torch.testing.assert_close(test.logits, logits[data.test_mask], rtol=1e-4, atol=1e-5)
         assert torch.equal(test.minority, minority_mask(data.y, data.y[data.train_mask])[data.test_mask])
         # the clients hold the last broadcast: the server's encoder and proxies
