@@ -47,6 +47,9 @@ from fglcore import native
 SUM = "sum"
 GCN = "gcn"
 
+FUSED, UNFUSED = "csr_spmm_sum", "csr_spmm_sum_unfused"
+"""The C products of ``fglcore/native/spmm.c``: :func:`spmm`'s and :func:`propagate`'s."""
+
 
 def spmm(matrix: Tensor, dense: Tensor) -> Tensor:
     """``matrix @ dense`` for a CSR ``matrix``: PyTorch's row-reduction kernel on CPU, cuSPARSE elsewhere.
@@ -93,7 +96,6 @@ def scatter_sum(matrix: Tensor, dense: Tensor) -> Tensor:
     return dense.new_zeros(matrix.size(0), dense.size(1)).index_add_(0, rows, messages)
 
 
-FUSED, UNFUSED = "csr_spmm_sum", "csr_spmm_sum_unfused"
 _REFERENCES = {FUSED: lambda matrix, x: torch.sparse.mm(matrix, x, "sum"), UNFUSED: scatter_sum}
 """The C functions of ``spmm.c`` and the PyTorch expressions they reproduce."""
 
