@@ -191,3 +191,17 @@ def test_bad_settings_are_refused_with_the_accepted_values():
         config(algorithm_options={"rw_steps": 0})
     with pytest.raises(ConfigError, match="supports node tasks"):
         config(dataset="MUTAG", partition="by_dataset", split="graph_stratified")
+
+
+@pytest.mark.parametrize("model", ["gcn", "sage"])
+def test_fast_path_gives_the_plain_paths_numbers_bit_for_bit(cora3, monkeypatch, model):
+    states, histories = {}, {}
+    for fast in ("1", "0"):
+        monkeypatch.setenv("FGL_GRAPH_FAST", fast)
+        algorithm, result = run(config(model=model), cora3)
+        assert (fast == "1") == (algorithm.clients[0].trainer.graph is not algorithm.clients[0].trainer.edge_index)
+        states[fast] = [parameters(c.model) for c in algorithm.clients]
+        histories[fast] = result.history
+    assert histories["1"] == histories["0"]
+    for fast_client, plain_client in zip(states["1"], states["0"]):
+        assert all(torch.equal(fast_client[name], plain_client[name]) for name in plain_client)

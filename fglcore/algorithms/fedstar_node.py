@@ -97,6 +97,7 @@ from fglcore.data.structure import ENCODINGS, StructureEncoding, structure_encod
 from fglcore.fl.channel import Channel
 from fglcore.fl.engine import Client, Server
 from fglcore.models.node import CachedGraphGuard, reset_children
+from fglcore.models.operators import GraphOperators, apply_conv
 from fglcore.runtime import set_seed
 
 BACKBONES = ("gcn", "sgc", "sage")
@@ -200,6 +201,8 @@ class NodeFeatureStructureGNN(CachedGraphGuard):
             the SGC structure layer its propagated encodings).
     """
 
+    accepts_graph_operators = True
+
     def __init__(
         self,
         in_channels: int,
@@ -245,24 +248,27 @@ class NodeFeatureStructureGNN(CachedGraphGuard):
         reset_children(self)
         self.forget_graph()
 
-    def structure_states(self, s: Tensor, edge_index: Tensor) -> list[Tensor]:
+    def structure_states(self, s: Tensor, graph: Tensor | GraphOperators) -> list[Tensor]:
         """``[g^(1), ..., g^(L)]``: the structure channel's states (they never depend on features)."""
         states, g = [], s
         for conv in self.structure_convs:
-            g = torch.tanh(conv(g, edge_index))
+            g = torch.tanh(apply_conv(conv, g, graph))
             states.append(g)
         return states
 
-    def forward(self, x: Tensor, s: Tensor, edge_index: Tensor) -> Tensor:
-        self.check_graph(x, edge_index)
+    def forward(self, x: Tensor, s: Tensor, graph: Tensor | GraphOperators) -> Tensor:
+        """``graph`` is the ``edge_index``, or the client's sparse operators (the trainers' fast path,
+        :mod:`fglcore.models.operators`: the same numbers, bit for bit)."""
+        self.check_graph(x, graph)
         if s.size(0) != x.size(0):
             raise ValueError(f"structure encodings have {s.size(0)} rows but there are {x.size(0)} nodes")
+        edge_index = graph.edge_index if isinstance(graph, GraphOperators) else graph
         h, last = x, len(self.feature_convs) - 1
-        for i, (conv, g) in enumerate(zip(self.feature_convs, self.structure_states(s, edge_index))):
+        for i, (conv, g) in enumerate(zip(self.feature_convs, self.structure_states(s, graph))):
             if isinstance(conv, PartlyCachedSGConv):
                 h = conv.forward_parts(h, g, edge_index)
             else:
-                h = conv(torch.cat([h, g], dim=-1), edge_index)
+                h = apply_conv(conv, torch.cat([h, g], dim=-1), graph)
             if i < last:
                 h = F.dropout(F.relu(h), self.dropout, self.training)
         return h
@@ -301,7 +307,7 @@ class StructureNodeTrainer(NodeTrainer):
         self.s = s.to(device)
 
     def forward(self) -> Tensor:
-        return self.model(self.x, self.s, self.edge_index)
+        return self.model(self.x, self.s, self.graph)
 
 
 @register_algorithm
