@@ -1,11 +1,20 @@
 /*
  * out = A @ x for a CSR matrix A (int64 indices, float32 values) and a dense
- * row-major x, with the arithmetic of PyTorch's CPU kernel
- * torch.sparse.mm(A, x, "sum") (aten/src/ATen/native/cpu/SpmmReduceKernel.cpp):
- * every output row starts at 0 and adds value * x[col] for its entries in
- * order as one fused multiply-add (fmaf, as PyTorch's vectorised kernel does on
- * CPUs with FMA), so the results are the same bit for bit. It skips
- * PyTorch's separate zero-filling pass and keeps a row's sums in registers.
+ * row-major x. Every output row starts at 0 and adds value * x[col] for its
+ * entries in order, keeping a row's sums in registers; the two exported
+ * products differ only in how one term is added:
+ *
+ * - csr_spmm_sum: as one fused multiply-add (fmaf), the arithmetic of
+ *   PyTorch's CPU kernel torch.sparse.mm(A, x, "sum")
+ *   (aten/src/ATen/native/cpu/SpmmReduceKernel.cpp, vectorised with FMA),
+ *   bit for bit, without its separate zero-filling pass;
+ * - csr_spmm_sum_unfused: the product rounded on its own, then added
+ *   (acc = acc + p), the arithmetic of PyG's message passing on an edge list
+ *   (scatter-add of value * x[source] in edge order). The file is built with
+ *   -ffp-contract=off, so the compiler fuses nothing here.
+ *
+ * For 0/1 values both are the same exact sums; for weighted matrices (GCN's
+ * normalised adjacency) they differ in the last bit.
  */
 #include <stddef.h>
 #include <math.h>
@@ -13,8 +22,10 @@
 
 #define BLOCK 64
 
-void csr_spmm_sum(const int64_t *restrict crow, const int64_t *restrict col, const float *restrict value,
-                  const float *restrict x, float *restrict out, int64_t rows, int64_t width) {
+static inline float add_term(float acc, float v, float x, int fused) { return fused ? fmaf(v, x, acc) : acc + v * x; }
+
+static inline void csr_spmm(const int64_t *restrict crow, const int64_t *restrict col, const float *restrict value,
+                            const float *restrict x, float *restrict out, int64_t rows, int64_t width, int fused) {
     for (int64_t i = 0; i < rows; i++) {
         float *restrict out_row = out + i * width;
         for (int64_t start = 0; start < width; start += BLOCK) {
@@ -25,9 +36,9 @@ void csr_spmm_sum(const int64_t *restrict crow, const int64_t *restrict col, con
                 const float *restrict x_row = x + col[e] * width + start;
                 const float v = value[e];
                 if (count == BLOCK) {
-                    for (int64_t k = 0; k < BLOCK; k++) acc[k] = fmaf(v, x_row[k], acc[k]);
+                    for (int64_t k = 0; k < BLOCK; k++) acc[k] = add_term(acc[k], v, x_row[k], fused);
                 } else {
-                    for (int64_t k = 0; k < count; k++) acc[k] = fmaf(v, x_row[k], acc[k]);
+                    for (int64_t k = 0; k < count; k++) acc[k] = add_term(acc[k], v, x_row[k], fused);
                 }
             }
             for (int64_t k = 0; k < count; k++) out_row[start + k] = acc[k];
@@ -35,34 +46,14 @@ void csr_spmm_sum(const int64_t *restrict crow, const int64_t *restrict col, con
     }
 }
 
-/*
- * out = A @ x with the arithmetic of PyG's message passing on an edge list:
- * the product value * x[col] is rounded on its own and then added
- * (scatter-add, acc = acc + p, in entry order from 0). The file is built
- * with -ffp-contract=off, so the compiler fuses nothing. For weighted
- * matrices (GCN's normalised adjacency) this differs from csr_spmm_sum's
- * fused multiply-adds in the last bit; for 0/1 values both are exact sums.
- */
+void csr_spmm_sum(const int64_t *restrict crow, const int64_t *restrict col, const float *restrict value,
+                  const float *restrict x, float *restrict out, int64_t rows, int64_t width) {
+    csr_spmm(crow, col, value, x, out, rows, width, 1);
+}
+
 void csr_spmm_sum_unfused(const int64_t *restrict crow, const int64_t *restrict col, const float *restrict value,
                           const float *restrict x, float *restrict out, int64_t rows, int64_t width) {
-    for (int64_t i = 0; i < rows; i++) {
-        float *restrict out_row = out + i * width;
-        for (int64_t start = 0; start < width; start += BLOCK) {
-            int64_t count = width - start < BLOCK ? width - start : BLOCK;
-            float acc[BLOCK];
-            for (int64_t k = 0; k < BLOCK; k++) acc[k] = 0.0f;
-            for (int64_t e = crow[i]; e < crow[i + 1]; e++) {
-                const float *restrict x_row = x + col[e] * width + start;
-                const float v = value[e];
-                if (count == BLOCK) {
-                    for (int64_t k = 0; k < BLOCK; k++) acc[k] = acc[k] + v * x_row[k];
-                } else {
-                    for (int64_t k = 0; k < count; k++) acc[k] = acc[k] + v * x_row[k];
-                }
-            }
-            for (int64_t k = 0; k < count; k++) out_row[start + k] = acc[k];
-        }
-    }
+    csr_spmm(crow, col, value, x, out, rows, width, 0);
 }
 
 /*
