@@ -195,7 +195,7 @@ def sweep(
     todo = {cid: c for cid, c in todo.items() if cid not in done}
     computed = {rid: cid for cid, rid in store.run_ids().items() if cid in done}
     run_ids = {cid: run_id(config) for cid, config in todo.items()}
-    order = list(todo)
+    pending = list(run_ids.values())
     log = SweepLog(store.path, desc)
     with tqdm(total=total, initial=total - len(todo), desc=desc, disable=not progress) as bar:
         for position, (cid, config) in enumerate(todo.items()):
@@ -218,7 +218,7 @@ def sweep(
                 store.append(rows, run_id=rid, seconds=seconds)
                 checkpoint.clear()
                 computed[rid] = cid
-                runs_left = len({run_ids[c] for c in order[position + 1:]} - computed.keys())
+                runs_left = len(set(pending[position + 1:]) - computed.keys())
                 log.computed(stored=total - len(todo) + position + 1, total=total, label=_label(config),
                              seconds=seconds, runs_left=runs_left)
             bar.update()

@@ -61,11 +61,7 @@ def spmm(matrix: Tensor, dense: Tensor) -> Tensor:
     zero-filling pass (about 1.3-1.7x faster on FedStar's DD batches). The
     sparse first layers (:mod:`fglcore.models.sparse_input`) use it.
     """
-    if matrix.device.type != "cpu":
-        return torch.sparse.mm(matrix, dense)
-    if _native_applies(matrix, dense) and native_matches(FUSED):
-        return _native_product(FUSED, matrix, dense)
-    return torch.sparse.mm(matrix, dense, "sum")
+    return _csr_product(FUSED, matrix, dense)
 
 
 def propagate(matrix: Tensor, dense: Tensor) -> Tensor:
@@ -81,11 +77,7 @@ def propagate(matrix: Tensor, dense: Tensor) -> Tensor:
     first use), elsewhere on CPU :func:`scatter_sum` itself; on a GPU, where
     PyG's scatter has no fixed order either, cuSPARSE.
     """
-    if matrix.device.type != "cpu":
-        return torch.sparse.mm(matrix, dense)
-    if _native_applies(matrix, dense) and native_matches(UNFUSED):
-        return _native_product(UNFUSED, matrix, dense)
-    return scatter_sum(matrix, dense)
+    return _csr_product(UNFUSED, matrix, dense)
 
 
 def scatter_sum(matrix: Tensor, dense: Tensor) -> Tensor:
@@ -98,6 +90,15 @@ def scatter_sum(matrix: Tensor, dense: Tensor) -> Tensor:
 
 _REFERENCES = {FUSED: lambda matrix, x: torch.sparse.mm(matrix, x, "sum"), UNFUSED: scatter_sum}
 """The C functions of ``spmm.c`` and the PyTorch expressions they reproduce."""
+
+
+def _csr_product(function: str, matrix: Tensor, dense: Tensor) -> Tensor:
+    """cuSPARSE off the CPU; on CPU the C ``function`` where it applies and was probed equal, else its reference."""
+    if matrix.device.type != "cpu":
+        return torch.sparse.mm(matrix, dense)
+    if _native_applies(matrix, dense) and native_matches(function):
+        return _native_product(function, matrix, dense)
+    return _REFERENCES[function](matrix, dense)
 
 
 def _native_applies(matrix: Tensor, dense: Tensor) -> bool:
