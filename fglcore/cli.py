@@ -6,9 +6,10 @@ parameter, wrong type, unknown name); the message says what is accepted.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from fglcore.config import ConfigError
 from fglcore.registry import UnknownNameError
@@ -25,6 +26,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
                      help="override a parameter (VALUE is YAML: 3, 0.5, true, [a, b])")
     run.add_argument("--out", type=Path, default=None, help="output folder (default outputs/<profile>/<paper>/)")
+    run.add_argument("--workers", type=_positive_int, default=1,
+                     help="processes sharing the notebook's runs (default 1); give each FGL_THREADS=1 on a small machine")
 
     rep = sub.add_parser("reproduce", help="run every notebook of the given papers (default: all)")
     rep.add_argument("papers", nargs="*")
@@ -43,9 +46,37 @@ def _run(args: argparse.Namespace) -> int:
     overrides = {key: notebooks.parse_override(value) for key, value in args.parameter}
     _, out = notebooks.prepare(args.notebook, args.profile, overrides, args.out)
     with LogFollower({log_path(out / "results.csv"): notebooks.paper_of(args.notebook)}, emit=_say):
-        target = notebooks.execute(args.notebook, args.profile, overrides, args.out)
+        if args.workers == 1:
+            target = notebooks.execute(args.notebook, args.profile, overrides, args.out)
+        else:
+            target = _execute_with_helpers(args.notebook, args.profile, overrides, args.out, out, args.workers)
     print(f"wrote {target}")
     return 0
+
+
+def _execute_with_helpers(notebook: Path, profile: str, overrides: dict, out_dir: Path | None, out: Path,
+                          workers: int) -> Path:
+    """Execute ``notebook`` in ``workers`` kernels that share its runs; return the executed copy in ``out``.
+
+    The first kernel writes the notebook's outputs. Each helper writes its
+    executed copy, figures and tables into a scratch folder whose
+    ``results.csv`` links to the real store, so the helpers' sweeps claim,
+    compute and store runs there (:mod:`fglcore.claims`) and the scratch
+    folder is deleted at the end.
+    """
+    import tempfile
+
+    from fglcore import notebooks
+
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="fgl-workers-") as scratch:
+        tasks = [functools.partial(notebooks.execute, notebook, profile, overrides, out_dir)]
+        for k in range(2, workers + 1):
+            folder = Path(scratch) / f"worker-{k}"
+            folder.mkdir()
+            (folder / "results.csv").symlink_to((out / "results.csv").resolve())
+            tasks.append(functools.partial(notebooks.execute, notebook, profile, overrides, folder, progress=False))
+        return _in_parallel(tasks, workers)[0]
 
 
 def _reproduce(args: argparse.Namespace) -> int:
@@ -72,12 +103,9 @@ def _execute_side_by_side(jobs: Sequence[tuple[str, Path]], profile: str, worker
     """Run the notebooks ``workers`` at a time (each in its own kernel), in order of start.
 
     The notebooks of one paper share its ``results.csv``, whose writes are
-    locked, and each sweep skips what another has stored. The first failure
-    stops the notebooks not yet started and is raised once the running ones
-    end.
+    locked, and each sweep skips what another has stored or is computing
+    (:mod:`fglcore.claims`).
     """
-    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-
     from fglcore import notebooks
 
     def execute(paper: str, nb: Path) -> None:
@@ -85,14 +113,25 @@ def _execute_side_by_side(jobs: Sequence[tuple[str, Path]], profile: str, worker
         notebooks.execute(nb, profile, progress=False)
         _say(f"[{paper}] {nb.name} ({profile}) done")
 
+    _in_parallel([functools.partial(execute, paper, nb) for paper, nb in jobs], workers)
+
+
+def _in_parallel(tasks: Sequence[Callable[[], Any]], workers: int) -> list[Any]:
+    """Call ``tasks`` ``workers`` at a time, in order of start; return their results in order.
+
+    The first failure stops the tasks not yet started and is raised once the running ones end.
+    """
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(execute, paper, nb) for paper, nb in jobs]
+        futures = [pool.submit(task) for task in tasks]
         done, pending = wait(futures, return_when=FIRST_EXCEPTION)
         for future in pending:
             future.cancel()
     for future in futures:
         if future.done() and not future.cancelled() and future.exception() is not None:
             raise future.exception()
+    return [future.result() for future in futures]
 
 
 def _say(line: str) -> None:

@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 
 from fglcore import runtime
 from fglcore.algorithms import ALGORITHMS
+from fglcore.claims import CLAIM_FOLDER, RunClaims
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import build_federation
 from fglcore.fl.checkpoint import RoundCheckpoint
@@ -106,6 +107,8 @@ def grid(base: ExperimentConfig | Mapping[str, Any], **axes: Iterable[Any]) -> l
 
 #: Folder beside a results file that holds the round checkpoints of running configurations.
 CHECKPOINT_FOLDER = ".checkpoints"
+#: Seconds between two looks at the store while a sweep waits for runs that other workers compute.
+CLAIM_POLL_SECONDS = 10.0
 
 
 def _label(config: ExperimentConfig) -> str:
@@ -175,9 +178,14 @@ def sweep(
     what ran, how long it took, roughly how long the rest takes) to
     ``<stem>.log`` beside the file (:mod:`fglcore.runlog`).
 
-    Before each run the store is read again, so two sweeps sharing one file
-    (two notebooks of a paper run side by side) skip or copy what the other
-    has stored in the meantime.
+    Several processes may run sweeps over one file at once (two notebooks
+    of a paper side by side, or one notebook on several workers:
+    ``fgl run --workers``): each claims a run before computing it
+    (:mod:`fglcore.claims`), skips runs another live process has claimed,
+    copies or skips what the others have stored, and, having done all it
+    could, waits for the others' runs (looking every
+    :data:`CLAIM_POLL_SECONDS`), so that every process returns the same
+    complete rows.
 
     ``per_client`` / ``curve`` also store each run's per-client and
     per-round rows (:func:`fglcore.results.rows_from_result`). A stored
@@ -187,41 +195,66 @@ def sweep(
     """
     configs = [as_config(c) for c in configs]
     store = ResultStore(path)
-    done = _done_ids(store, per_client=per_client, curve=curve)
     todo: dict[str, ExperimentConfig] = {}
     for config in configs:
         todo.setdefault(config_id(config), config)
     total = len(todo)
-    todo = {cid: c for cid, c in todo.items() if cid not in done}
-    computed = {rid: cid for cid, rid in store.run_ids().items() if cid in done}
     run_ids = {cid: run_id(config) for cid, config in todo.items()}
-    pending = list(run_ids.values())
     log = SweepLog(store.path, desc)
-    with tqdm(total=total, initial=total - len(todo), desc=desc, disable=not progress) as bar:
-        for position, (cid, config) in enumerate(todo.items()):
-            rid = run_ids[cid]
-            if rid not in computed:  # another process sharing the file may have stored it since
-                done = _done_ids(store, per_client=per_client, curve=curve)
-                if cid in done:
+
+    def stored() -> tuple[set[str], dict[str, str]]:
+        """Configurations stored with every family of rows asked for, and run id -> one such configuration."""
+        done = _done_ids(store, per_client=per_client, curve=curve)
+        return done, {rid: cid for cid, rid in store.run_ids().items() if cid in done}
+
+    def settle(cid: str) -> bool:
+        """Store configuration ``cid`` (copied or computed); False while another worker computes it."""
+        nonlocal snapshot
+        config, rid = todo[cid], run_ids[cid]
+        done, computed = snapshot
+        if cid in done:
+            return True
+        if rid not in computed:
+            if not claims.acquire(rid):
+                return False
+            snapshot = done, computed = stored()  # another worker may have stored it since the last look
+            if cid in done:
+                claims.release(rid)
+                return True
+        if rid in computed:
+            claims.release(rid)
+            store.append(_relabelled(store.read(), computed[rid], config, per_client=per_client, curve=curve),
+                         run_id=rid)
+            return True
+        bar.set_postfix_str(_label(config))
+        checkpoint = RoundCheckpoint(store.path.parent / CHECKPOINT_FOLDER / f"{rid}.pt")
+        start = time.perf_counter()
+        rows = run(config, per_client=per_client, curve=curve, checkpoint=checkpoint)
+        seconds = round(time.perf_counter() - start, 2)
+        store.append(rows, run_id=rid, seconds=seconds)
+        checkpoint.clear()
+        claims.release(rid)
+        snapshot = done, computed = stored()
+        log.computed(stored=len(done & todo.keys()), total=total, label=_label(config), seconds=seconds,
+                     runs_left=len(set(run_ids.values()) - computed.keys()))
+        return True
+
+    snapshot = stored()
+    waiting = [cid for cid in todo if cid not in snapshot[0]]
+    with tqdm(total=total, initial=total - len(waiting), desc=desc, disable=not progress) as bar, \
+            RunClaims(store.path.parent / CLAIM_FOLDER) as claims:
+        while waiting:
+            left = []
+            for cid in waiting:
+                if settle(cid):
                     bar.update()
-                    continue
-                computed.update({r: c for c, r in store.run_ids().items() if c in done})
-            if rid in computed:
-                store.append(_relabelled(store.read(), computed[rid], config, per_client=per_client, curve=curve),
-                             run_id=rid)
-            else:
-                bar.set_postfix_str(_label(config))
-                checkpoint = RoundCheckpoint(store.path.parent / CHECKPOINT_FOLDER / f"{rid}.pt")
-                start = time.perf_counter()
-                rows = run(config, per_client=per_client, curve=curve, checkpoint=checkpoint)
-                seconds = round(time.perf_counter() - start, 2)
-                store.append(rows, run_id=rid, seconds=seconds)
-                checkpoint.clear()
-                computed[rid] = cid
-                runs_left = len(set(pending[position + 1:]) - computed.keys())
-                log.computed(stored=total - len(todo) + position + 1, total=total, label=_label(config),
-                             seconds=seconds, runs_left=runs_left)
-            bar.update()
+                else:
+                    left.append(cid)
+            if left:
+                bar.set_postfix_str(f"waiting for {len(left)} run(s) of other workers")
+                time.sleep(CLAIM_POLL_SECONDS)
+                snapshot = stored()
+            waiting = left
     rows = store.read()
     wanted = {config_id(c) for c in configs}
     return rows[rows["config_id"].isin(wanted)].reset_index(drop=True)

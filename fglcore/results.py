@@ -290,7 +290,10 @@ class ResultStore:
     """
 
     def __init__(self, path: str | os.PathLike[str]):
-        self.path = Path(path)
+        path = Path(path)
+        # A link to another store (a helper worker's scratch folder, ``fgl run --workers``) is that store:
+        # its lock, index, log, checkpoints and claims all sit beside the real file.
+        self.path = path.resolve() if path.is_symlink() else path
         self.index_path = self.path.with_name(f"{self.path.stem}.runs.csv")
 
     def run_ids(self) -> dict[str, str]:

@@ -126,3 +126,31 @@ def test_run_and_reproduce_print_the_progress_lines_of_the_sweeps(capsys, monkey
     assert main(command) == 0
     printed = [line for line in capsys.readouterr().out.splitlines() if "Table 2  1/2" in line]
     assert printed and all(line.startswith("[fedspray] ") for line in printed)
+
+
+def test_run_with_workers_gives_helpers_a_scratch_folder_linked_to_the_store(capsys, monkeypatch, tmp_path):
+    import threading
+
+    from fglcore import paths
+    from fglcore.results import ResultStore
+
+    calls, all_running = [], threading.Barrier(3, timeout=10)
+
+    def execute(nb, profile, overrides=None, out_dir=None, *, progress=True):
+        calls.append((out_dir, progress))
+        all_running.wait()  # the three kernels run at the same time
+        if out_dir is None:
+            return paths.output_dir(profile, "fedspray") / nb.name
+        store = ResultStore(out_dir / "results.csv")
+        assert store.path == paths.output_dir(profile, "fedspray").resolve() / "results.csv"
+        assert store.index_path.parent == store.path.parent  # the index, lock and claims sit beside the real file
+        return out_dir / nb.name
+
+    monkeypatch.setattr(notebooks, "execute", execute)
+    monkeypatch.setattr(paths, "outputs_root", lambda: tmp_path)
+    monkeypatch.chdir(paths.repo_root())
+    assert main(["run", "notebooks/fedspray/3_results.ipynb", "--profile", "smoke", "--workers", "3"]) == 0
+    assert sorted(calls, key=lambda c: c[0] is not None)[0] == (None, True)  # the main kernel, with its progress bar
+    helpers = [folder for folder, progress in calls if folder is not None and not progress]
+    assert len(set(helpers)) == 2 and not any(folder.exists() for folder in helpers)  # scratch removed
+    assert f"wrote {tmp_path / 'smoke' / 'fedspray' / '3_results.ipynb'}" in capsys.readouterr().out

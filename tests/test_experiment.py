@@ -1,6 +1,8 @@
 """Running experiments: validation first, grids, resumable sweeps, determinism on the real stack."""
 from __future__ import annotations
 
+import os
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -222,3 +224,57 @@ def test_a_sweep_skips_what_another_sweep_on_the_same_file_stored_meanwhile(fake
     frame = experiment.sweep(configs, path, progress=False)
     assert FakeAlgorithm.calls == [(0, configs[0].lr), (1, configs[1].lr)]
     assert frame["config_id"].nunique() == 3
+
+
+def test_two_workers_share_one_sweep_and_return_the_same_rows(fake_stack, tmp_path, monkeypatch):
+    """Two sweeps over one file at once (threads standing in for processes): every run is computed once."""
+    import threading
+
+    monkeypatch.setattr(experiment, "CLAIM_POLL_SECONDS", 0.02)
+    fast_run = FakeAlgorithm.run
+    computed_by: dict[float, list[str]] = {}
+
+    def slow_run(self, channel=None, checkpoint=None):
+        computed_by.setdefault(self.config.lr, []).append(threading.current_thread().name)
+        time.sleep(0.05)
+        return fast_run(self, channel, checkpoint)
+
+    monkeypatch.setattr(FakeAlgorithm, "run", slow_run)
+    configs = experiment.grid(BASE, lr=[0.01 * k for k in range(1, 9)])
+    path, frames = tmp_path / "r.csv", {}
+
+    def worker(name):
+        frames[name] = experiment.sweep(configs, path, progress=False)
+
+    threads = [threading.Thread(target=worker, args=(name,), name=name) for name in ("A", "B")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(computed_by) == sorted(c.lr for c in configs)
+    assert all(len(names) == 1 for names in computed_by.values())  # no run computed twice
+    assert {names[0] for names in computed_by.values()} == {"A", "B"}  # both did a share
+    assert frames["A"].equals(frames["B"]) and frames["A"]["config_id"].nunique() == len(configs)
+    assert not (tmp_path / ".claims").exists() or os.listdir(tmp_path / ".claims") == []
+
+
+def test_a_sweep_waits_for_a_run_another_worker_holds(fake_stack, tmp_path, monkeypatch):
+    from fglcore.claims import RunClaims
+    from fglcore.results import run_id
+
+    monkeypatch.setattr(experiment, "CLAIM_POLL_SECONDS", 0.02)
+    configs = experiment.grid(BASE, seed=[0, 1])
+    path = tmp_path / "r.csv"
+    other = RunClaims(tmp_path / ".claims")
+    assert other.acquire(run_id(configs[0]))
+    waits = []
+
+    def sleep(seconds):  # the other worker stores its run while this one waits
+        waits.append(seconds)
+        ResultStore(path).append(experiment.run(configs[0]), run_id=run_id(configs[0]))
+        other.release(run_id(configs[0]))
+
+    monkeypatch.setattr(experiment.time, "sleep", sleep)
+    frame = experiment.sweep(configs, path, progress=False)
+    assert [seed for seed, _ in FakeAlgorithm.calls] == [1, 0]  # seed 1 here, seed 0 by "the other worker"
+    assert waits == [0.02] and frame["config_id"].nunique() == 2
