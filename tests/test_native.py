@@ -169,6 +169,35 @@ def test_native_propagate_is_pygs_scatter_sum_bit_for_bit(width):
     torch.testing.assert_close(fused, expected)
 
 
+@needs_compiler
+@pytest.mark.parametrize("width", [3, 64, 130])
+def test_propagate_adds_the_row_term_and_bias_as_separate_additions_would(width):
+    """GIN's ``A x + x`` and GCN's ``A h + b`` in one pass: values and gradients of the separate sums."""
+    from fglcore.models import operators
+
+    generator = torch.Generator().manual_seed(width)
+    dense_matrix = torch.rand(200, 200, generator=generator)
+    dense_matrix[dense_matrix < 0.9] = 0
+    matrix = dense_matrix.to_sparse_csr()
+    operator = operators.SparseOperator(matrix, dense_matrix.t().to_sparse_csr())
+    x = torch.randn(200, width, generator=generator, requires_grad=True)
+    bias = torch.randn(width, generator=generator, requires_grad=True)
+    upstream = torch.randn(200, width, generator=generator)
+    for fused_call, separate_call in (
+        (lambda: operator.propagate(x, add_self=True), lambda: operator @ x + x),
+        (lambda: operator.propagate(x, bias=bias), lambda: operator @ x + bias),
+    ):
+        grads = []
+        for call in (fused_call, separate_call):
+            x.grad = bias.grad = None
+            out = call()
+            out.backward(upstream)
+            grads.append((out.detach(), x.grad.clone(), None if bias.grad is None else bias.grad.clone()))
+        (out, grad_x, grad_bias), (expected, expected_x, expected_bias) = grads
+        assert torch.equal(_bits(out), _bits(expected)) and torch.equal(_bits(grad_x), _bits(expected_x))
+        assert (grad_bias is None and expected_bias is None) or torch.equal(_bits(grad_bias), _bits(expected_bias))
+
+
 def test_propagate_without_native_kernel_is_the_scatter_sum(monkeypatch):
     from fglcore.models import operators
 
@@ -179,5 +208,8 @@ def test_propagate_without_native_kernel_is_the_scatter_sum(monkeypatch):
         x = torch.randn(20, 4)
         assert not operators.native_matches(operators.UNFUSED)
         assert torch.equal(operators.propagate(matrix, x), operators.scatter_sum(matrix, x))
+        row_term, bias = torch.randn(30, 4), torch.randn(4)
+        assert torch.equal(operators.propagate(matrix, x, row_term, bias),
+                           operators.scatter_sum(matrix, x) + row_term + bias)
     finally:
         operators.native_matches.cache_clear()

@@ -64,20 +64,22 @@ def spmm(matrix: Tensor, dense: Tensor) -> Tensor:
     return _csr_product(FUSED, matrix, dense)
 
 
-def propagate(matrix: Tensor, dense: Tensor) -> Tensor:
-    """``matrix @ dense`` for a CSR ``matrix``, rounded as PyG's message passing rounds it on CPU.
+def propagate(matrix: Tensor, dense: Tensor, row_term: Tensor | None = None, bias: Tensor | None = None) -> Tensor:
+    """``matrix @ dense (+ row_term) (+ bias)`` for a CSR ``matrix``, rounded as PyG's message passing rounds it on CPU.
 
     A PyG layer computes every message ``value * x[source]`` on its own and
     scatter-adds the messages into their targets in edge order
     (:func:`scatter_sum`). Summing fused multiply-adds, as
     ``torch.sparse.mm`` does, rounds GCN's weighted sums differently in the
     last bit; this product does not, so a CSR matrix whose rows keep the
-    edge list's order gives PyG's numbers bit for bit. On CPU float32 it
-    runs ``fglcore/native/spmm.c`` (probed against :func:`scatter_sum` at
-    first use), elsewhere on CPU :func:`scatter_sum` itself; on a GPU, where
-    PyG's scatter has no fixed order either, cuSPARSE.
+    edge list's order gives PyG's numbers bit for bit. ``row_term`` (GIN's
+    own ``x``) and ``bias`` (GCN's) are then added as the layers add them,
+    in the same pass. On CPU float32 it runs ``fglcore/native/spmm.c``
+    (probed against :func:`scatter_sum` and the two additions at first use),
+    elsewhere on CPU :func:`scatter_sum` itself; on a GPU, where PyG's
+    scatter has no fixed order either, cuSPARSE.
     """
-    return _csr_product(UNFUSED, matrix, dense)
+    return _csr_product(UNFUSED, matrix, dense, row_term, bias)
 
 
 def scatter_sum(matrix: Tensor, dense: Tensor) -> Tensor:
@@ -92,16 +94,24 @@ _REFERENCES = {FUSED: lambda matrix, x: torch.sparse.mm(matrix, x, "sum"), UNFUS
 """The C functions of ``spmm.c`` and the PyTorch expressions they reproduce."""
 
 
-def _csr_product(function: str, matrix: Tensor, dense: Tensor) -> Tensor:
+def _plus(out: Tensor, row_term: Tensor | None, bias: Tensor | None) -> Tensor:
+    if row_term is not None:
+        out = out + row_term
+    return out if bias is None else out + bias
+
+
+def _csr_product(function: str, matrix: Tensor, dense: Tensor, row_term: Tensor | None = None,
+                 bias: Tensor | None = None) -> Tensor:
     """cuSPARSE off the CPU; on CPU the C ``function`` where it applies and was probed equal, else its reference."""
     if matrix.device.type != "cpu":
-        return torch.sparse.mm(matrix, dense)
-    if _native_applies(matrix, dense) and native_matches(function):
-        return _native_product(function, matrix, dense)
-    return _REFERENCES[function](matrix, dense)
+        return _plus(torch.sparse.mm(matrix, dense), row_term, bias)
+    if _native_applies(matrix, dense, row_term, bias) and native_matches(function):
+        return _native_product(function, matrix, dense, row_term, bias)
+    return _plus(_REFERENCES[function](matrix, dense), row_term, bias)
 
 
-def _native_applies(matrix: Tensor, dense: Tensor) -> bool:
+def _native_applies(matrix: Tensor, dense: Tensor, row_term: Tensor | None = None, bias: Tensor | None = None) -> bool:
+    rows, width = matrix.size(0), dense.size(-1)
     return (
         matrix.layout == torch.sparse_csr
         and matrix.dtype == torch.float32
@@ -110,21 +120,26 @@ def _native_applies(matrix: Tensor, dense: Tensor) -> bool:
         and dense.is_contiguous()
         and matrix.crow_indices().dtype == torch.int64
         and matrix.col_indices().dtype == torch.int64
+        and (row_term is None or (row_term.dtype == torch.float32 and row_term.is_contiguous()
+                                  and tuple(row_term.shape) == (rows, width)))
+        and (bias is None or (bias.dtype == torch.float32 and bias.is_contiguous() and tuple(bias.shape) == (width,)))
     )
 
 
-def _native_product(function: str, matrix: Tensor, dense: Tensor) -> Tensor:
+def _native_product(function: str, matrix: Tensor, dense: Tensor, row_term: Tensor | None = None,
+                    bias: Tensor | None = None) -> Tensor:
     crow, col, value = matrix.crow_indices().contiguous(), matrix.col_indices().contiguous(), matrix.values().contiguous()
     out = torch.empty(matrix.size(0), dense.size(1), dtype=dense.dtype)
+    extras = [None if t is None else t.data_ptr() for t in (row_term, bias)]
     getattr(native.library("spmm"), function)(crow.data_ptr(), col.data_ptr(), value.data_ptr(), dense.data_ptr(),
-                                              out.data_ptr(), matrix.size(0), dense.size(1))
+                                              *extras, out.data_ptr(), matrix.size(0), dense.size(1))
     return out
 
 
 @functools.lru_cache(maxsize=None)
 def native_matches(function: str) -> bool:
-    """Whether the C ``function`` (:data:`FUSED`, :data:`UNFUSED`) gives its PyTorch expression bit for bit here
-    (probed once, on a weighted matrix)."""
+    """Whether the C ``function`` (:data:`FUSED`, :data:`UNFUSED`) gives its PyTorch expression bit for bit here,
+    alone and followed by the row term and bias additions (probed once, on a weighted matrix)."""
     if native.library("spmm") is None:
         return False
     generator = torch.Generator().manual_seed(0)
@@ -133,9 +148,12 @@ def native_matches(function: str) -> bool:
     matrix = dense_matrix.to_sparse_csr()
     for width in (1, 7, 64, 100, 130):
         x = torch.randn(131, width, generator=generator)
-        expected = _REFERENCES[function](matrix, x)
-        if not torch.equal(_native_product(function, matrix, x).view(torch.int32), expected.view(torch.int32)):
-            return False
+        row_term, bias = torch.randn(97, width, generator=generator), torch.randn(width, generator=generator)
+        for extras in ((None, None), (row_term, None), (None, bias)):
+            expected = _plus(_REFERENCES[function](matrix, x), *extras)
+            got = _native_product(function, matrix, x, *extras)
+            if not torch.equal(got.view(torch.int32), expected.view(torch.int32)):
+                return False
     return True
 
 
@@ -160,16 +178,21 @@ def _native_transposes(matrix: Tensor) -> bool:
 
 
 class _SpMM(torch.autograd.Function):
-    """``matrix @ x`` with the gradient ``transpose @ grad``, both by :func:`propagate`."""
+    """``matrix @ x (+ x) (+ bias)`` by :func:`propagate`, with the gradients autograd would give the separate sums:
+    ``transpose @ grad (+ grad)`` for ``x`` (one pass) and ``grad`` summed over the rows for ``bias``."""
 
     @staticmethod
-    def forward(ctx, matrix: Tensor, transpose: Tensor, x: Tensor) -> Tensor:
-        ctx.transpose = transpose
-        return propagate(matrix, x)
+    def forward(ctx, matrix: Tensor, transpose: Tensor, x: Tensor, add_self: bool, bias: Tensor | None) -> Tensor:
+        ctx.transpose, ctx.add_self = transpose, add_self
+        ctx.bias_shape = None if bias is None else bias.shape
+        return propagate(matrix, x, x if add_self else None, None if bias is None else bias.contiguous())
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        return None, None, propagate(ctx.transpose, grad.contiguous())
+        grad = grad.contiguous()
+        grad_x = propagate(ctx.transpose, grad, grad if ctx.add_self else None) if ctx.needs_input_grad[2] else None
+        grad_bias = grad.sum_to_size(ctx.bias_shape) if ctx.needs_input_grad[4] else None
+        return None, None, grad_x, None, grad_bias
 
 
 @dataclass
@@ -180,7 +203,11 @@ class SparseOperator:
     transpose: Tensor
 
     def __matmul__(self, x: Tensor) -> Tensor:
-        return _SpMM.apply(self.matrix, self.transpose, x.contiguous())
+        return self.propagate(x)
+
+    def propagate(self, x: Tensor, *, add_self: bool = False, bias: Tensor | None = None) -> Tensor:
+        """``A @ x``, plus ``x`` itself (GIN with ``eps = 0``) and ``bias`` (GCN) summed in the same pass."""
+        return _SpMM.apply(self.matrix, self.transpose, x.contiguous(), add_self, bias)
 
 
 @dataclass
@@ -227,11 +254,10 @@ def apply_conv(conv: nn.Module, x: Tensor, graph: Tensor | GraphOperators) -> Te
         return conv(x, graph)
     if isinstance(conv, GINConv) and graph.adjacency is not None:
         if not isinstance(conv.eps, nn.Parameter) and float(conv.eps) == 0.0:
-            return conv.nn(graph.adjacency @ x + x)  # (1 + 0) * x is x, bit for bit
+            return conv.nn(graph.adjacency.propagate(x, add_self=True))  # (1 + 0) * x is x, bit for bit
         return conv.nn(graph.adjacency @ x + (1 + conv.eps) * x)
     if isinstance(conv, GCNConv) and graph.gcn is not None and _plain_gcn(conv):
-        out = graph.gcn @ conv.lin(x)
-        return out if conv.bias is None else out + conv.bias
+        return graph.gcn.propagate(conv.lin(x), bias=conv.bias)
     if isinstance(conv, SAGEConv) and graph.adjacency is not None and _plain_sage(conv):
         mean = (graph.adjacency @ x) / graph.in_degree.clamp(min=1).to(x.dtype).view(-1, 1)
         out = conv.lin_l(mean)

@@ -32,8 +32,8 @@ SIGNATURES: dict[str, dict[str, tuple[list, type | None]]] = {
         "relu_dropout_backward": ([_POINTER, _POINTER, _POINTER, _SIZE, _FLOAT], None),
     },
     "spmm": {
-        "csr_spmm_sum": ([_POINTER] * 5 + [_INT64] * 2, None),
-        "csr_spmm_sum_unfused": ([_POINTER] * 5 + [_INT64] * 2, None),
+        "csr_spmm_sum": ([_POINTER] * 7 + [_INT64] * 2, None),
+        "csr_spmm_sum_unfused": ([_POINTER] * 7 + [_INT64] * 2, None),
         "transpose_f32": ([_POINTER] * 2 + [_INT64] * 2, None),
     },
 }

@@ -1,8 +1,12 @@
 /*
- * out = A @ x for a CSR matrix A (int64 indices, float32 values) and a dense
- * row-major x. Every output row starts at 0 and adds value * x[col] for its
- * entries in order, keeping a row's sums in registers; the two exported
- * products differ only in how one term is added:
+ * out = A @ x (+ row_term) (+ bias) for a CSR matrix A (int64 indices,
+ * float32 values), a dense row-major x, and optional terms added to the
+ * finished sums: row_term (rows x width, e.g. GIN's own x) and bias (width,
+ * e.g. GCN's bias), each in one more rounding, in that order, as the
+ * separate additions that follow a PyG aggregation would round them; NULL
+ * leaves a term out. Every output row starts at 0 and adds value * x[col]
+ * for its entries in order, keeping a row's sums in registers; the two
+ * exported products differ only in how one term is added:
  *
  * - csr_spmm_sum: as one fused multiply-add (fmaf), the arithmetic of
  *   PyTorch's CPU kernel torch.sparse.mm(A, x, "sum")
@@ -25,7 +29,8 @@
 static inline float add_term(float acc, float v, float x, int fused) { return fused ? fmaf(v, x, acc) : acc + v * x; }
 
 static inline void csr_spmm(const int64_t *restrict crow, const int64_t *restrict col, const float *restrict value,
-                            const float *restrict x, float *restrict out, int64_t rows, int64_t width, int fused) {
+                            const float *restrict x, const float *restrict row_term, const float *restrict bias,
+                            float *restrict out, int64_t rows, int64_t width, int fused) {
     for (int64_t i = 0; i < rows; i++) {
         float *restrict out_row = out + i * width;
         for (int64_t start = 0; start < width; start += BLOCK) {
@@ -41,19 +46,28 @@ static inline void csr_spmm(const int64_t *restrict crow, const int64_t *restric
                     for (int64_t k = 0; k < count; k++) acc[k] = add_term(acc[k], v, x_row[k], fused);
                 }
             }
+            if (row_term) {
+                const float *restrict term_row = row_term + i * width + start;
+                for (int64_t k = 0; k < count; k++) acc[k] = acc[k] + term_row[k];
+            }
+            if (bias) {
+                for (int64_t k = 0; k < count; k++) acc[k] = acc[k] + bias[start + k];
+            }
             for (int64_t k = 0; k < count; k++) out_row[start + k] = acc[k];
         }
     }
 }
 
 void csr_spmm_sum(const int64_t *restrict crow, const int64_t *restrict col, const float *restrict value,
-                  const float *restrict x, float *restrict out, int64_t rows, int64_t width) {
-    csr_spmm(crow, col, value, x, out, rows, width, 1);
+                  const float *restrict x, const float *restrict row_term, const float *restrict bias,
+                  float *restrict out, int64_t rows, int64_t width) {
+    csr_spmm(crow, col, value, x, row_term, bias, out, rows, width, 1);
 }
 
 void csr_spmm_sum_unfused(const int64_t *restrict crow, const int64_t *restrict col, const float *restrict value,
-                          const float *restrict x, float *restrict out, int64_t rows, int64_t width) {
-    csr_spmm(crow, col, value, x, out, rows, width, 0);
+                          const float *restrict x, const float *restrict row_term, const float *restrict bias,
+                          float *restrict out, int64_t rows, int64_t width) {
+    csr_spmm(crow, col, value, x, row_term, bias, out, rows, width, 0);
 }
 
 /*
