@@ -103,6 +103,16 @@ class RunClaims:
         """Whether another live process holds ``run_id``."""
         return run_id not in self.held and self.path(run_id).exists() and not self.is_stale(run_id)
 
+    def live_holders(self) -> int:
+        """How many processes (this one included) hold live claims on runs of this file."""
+        owners = set()
+        for path in self.folder.glob("*") if self.folder.is_dir() else ():
+            if "." in path.name or self.is_stale(path.name):
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                owners.add(path.read_text())
+        return len(owners | {self.owner})
+
     def is_stale(self, run_id: str) -> bool:
         path = self.path(run_id)
         try:

@@ -236,7 +236,7 @@ def sweep(
         claims.release(rid)
         snapshot = done, computed = stored()
         log.computed(stored=len(done & todo.keys()), total=total, label=_label(config), seconds=seconds,
-                     runs_left=len(set(run_ids.values()) - computed.keys()))
+                     runs_left=len(set(run_ids.values()) - computed.keys()), workers=claims.live_holders())
         return True
 
     snapshot = stored()

@@ -9,7 +9,9 @@ computes::
     2026-11-23 21:04:51  Table 2  97/240  Chameleon fedspray gcn seed=1  71 s  about 2.3 h of runs left
 
 The estimate is the mean time of the runs this sweep computed so far times
-the runs it still has to compute (copies of stored runs are free). ``fgl run``
+the runs it still has to compute (copies of stored runs are free), divided
+by the number of processes working on the file at that moment (those
+holding claims, :mod:`fglcore.claims`). ``fgl run``
 and ``fgl reproduce`` print the lines as they appear (:class:`LogFollower`);
 ``tail -f`` on the file does the same from another shell.
 """
@@ -42,11 +44,14 @@ class SweepLog:
         self.desc = desc
         self.seconds: list[float] = []
 
-    def computed(self, *, stored: int, total: int, label: str, seconds: float, runs_left: int) -> str:
-        """Record a run that took ``seconds``; ``runs_left`` is what the sweep still has to compute."""
+    def computed(self, *, stored: int, total: int, label: str, seconds: float, runs_left: int,
+                 workers: int = 1) -> str:
+        """Record a run that took ``seconds``; ``runs_left`` is what the sweep still has to compute,
+        shared among ``workers`` processes (:mod:`fglcore.claims`)."""
         self.seconds.append(seconds)
-        left = sum(self.seconds) / len(self.seconds) * runs_left
-        estimate = f"about {format_hours(left)} of runs left" if runs_left else "last run"
+        left = sum(self.seconds) / len(self.seconds) * runs_left / max(1, workers)
+        on = f" on {workers} workers" if workers > 1 else ""
+        estimate = f"about {format_hours(left)} of runs left{on}" if runs_left else "last run"
         stamp = datetime.now().strftime("%Y-%m-%d %H:%M:%S")
         line = f"{stamp}  {self.desc}  {stored}/{total}  {label}  {seconds:.0f} s  {estimate}"
         with open(self.path, "a", encoding="utf-8") as log:  # one short write: lines of parallel sweeps stay whole

@@ -70,3 +70,14 @@ def test_the_holder_refreshes_its_claims(tmp_path, monkeypatch):
         os.utime(tmp_path / "run1", (past, past))
         time.sleep(0.3)
         assert time.time() - (tmp_path / "run1").stat().st_mtime < 10
+
+
+def test_live_holders_counts_each_process_once(tmp_path):
+    _claim_file(tmp_path, "a", "another-host 1")
+    _claim_file(tmp_path, "b", "another-host 1")
+    _claim_file(tmp_path, "c", "third-host 7")
+    _claim_file(tmp_path, "d", "gone-host 9", age=claims_module.STALE_SECONDS + 60)
+    with RunClaims(tmp_path) as claims:
+        assert claims.live_holders() == 3  # two others and this process
+        claims.acquire("e")
+        assert claims.live_holders() == 3

@@ -21,6 +21,8 @@ def test_sweep_log_estimates_from_the_mean_run_time(tmp_path):
     assert first.endswith("Table 2  1/9  Cora fedavg gcn seed=0  600 s  about 30 min of runs left")
     assert second.endswith("about 1.0 h of runs left")  # mean 900 s x 4
     assert (tmp_path / "results.log").read_text().splitlines() == [first, second]
+    third = log.computed(stored=3, total=9, label="Cora fedavg gcn seed=2", seconds=900, runs_left=4, workers=2)
+    assert third.endswith("about 30 min of runs left on 2 workers")  # mean 900 s x 4 / 2
 
 
 def test_follower_prints_new_complete_lines_with_their_prefix(tmp_path):
