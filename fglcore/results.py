@@ -422,10 +422,17 @@ def write_csv_atomic(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
             frame.to_csv(handle, index=False, lineterminator="\n")
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(handle.name, 0o666 & ~_umask())  # the mode open() would give, not mkstemp's 0600
         os.replace(handle.name, path)
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def summarize(results: pd.DataFrame, by: Sequence[str] | None = None) -> pd.DataFrame:

@@ -209,3 +209,16 @@ def test_forget_removes_rows_and_index_entries_so_a_sweep_reruns_them(tmp_path):
     assert store.run_ids() == {config_id(kept): "b" * 16}
     assert ResultStore(tmp_path / "other.csv").forget([config_id(stale)]) == 0
     assert not (tmp_path / "other.csv").exists()  # nothing stored: nothing written
+
+
+def test_atomic_writes_give_the_file_the_mode_open_would(tmp_path):
+    import stat
+
+    from fglcore.results import write_csv_atomic
+
+    mask = os.umask(0o022)
+    try:
+        write_csv_atomic(pd.DataFrame({"a": [1]}), tmp_path / "t.csv")
+    finally:
+        os.umask(mask)
+    assert stat.S_IMODE((tmp_path / "t.csv").stat().st_mode) == 0o644  # not mkstemp's 0600
