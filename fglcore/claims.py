@@ -74,12 +74,8 @@ class RunClaims:
         if path.exists():
             if not self.is_stale(run_id):
                 return False
-            try:  # of two processes taking over the same stale claim, one rename succeeds
-                os.rename(path, path.with_name(f"{path.name}.stale-{os.getpid()}"))
-            except FileNotFoundError:
-                return False
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(path.with_name(f"{path.name}.stale-{os.getpid()}"))
+            with contextlib.suppress(FileNotFoundError):  # of two processes taking it over, O_EXCL lets one in
+                os.remove(path)
         try:
             descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
         except FileExistsError:
@@ -107,7 +103,7 @@ class RunClaims:
         """How many processes (this one included) hold live claims on runs of this file."""
         owners = set()
         for path in self.folder.glob("*") if self.folder.is_dir() else ():
-            if "." in path.name or self.is_stale(path.name):
+            if self.is_stale(path.name):
                 continue
             with contextlib.suppress(FileNotFoundError):
                 owners.add(path.read_text())
