@@ -43,13 +43,17 @@ def _parser() -> argparse.ArgumentParser:
 def _run(args: argparse.Namespace) -> int:
     from fglcore import notebooks
 
+    # Absolute before any kernel starts: papermill changes the process's working directory while a
+    # notebook runs, so a helper thread would look for a relative path in the notebook's folder.
+    notebook = args.notebook.resolve()
+    out_dir = args.out.resolve() if args.out else None
     overrides = {key: notebooks.parse_override(value) for key, value in args.parameter}
-    _, out = notebooks.prepare(args.notebook, args.profile, overrides, args.out)
-    with LogFollower({log_path(out / "results.csv"): notebooks.paper_of(args.notebook)}, emit=_say):
+    _, out = notebooks.prepare(notebook, args.profile, overrides, out_dir)
+    with LogFollower({log_path(out / "results.csv"): notebooks.paper_of(notebook)}, emit=_say):
         if args.workers == 1:
-            target = notebooks.execute(args.notebook, args.profile, overrides, args.out)
+            target = notebooks.execute(notebook, args.profile, overrides, out_dir)
         else:
-            target = _execute_with_helpers(args.notebook, args.profile, overrides, args.out, out, args.workers)
+            target = _execute_with_helpers(notebook, args.profile, overrides, out_dir, out, args.workers)
     print(f"wrote {target}")
     return 0
 
@@ -119,7 +123,8 @@ def _execute_side_by_side(jobs: Sequence[tuple[str, Path]], profile: str, worker
 def _in_parallel(tasks: Sequence[Callable[[], Any]], workers: int) -> list[Any]:
     """Call ``tasks`` ``workers`` at a time, in order of start; return their results in order.
 
-    The first failure stops the tasks not yet started and is raised once the running ones end.
+    The first failure stops the tasks not yet started, is reported at once and is raised once the
+    running ones end (a helper kernel that fails must not leave the main one computing alone unnoticed).
     """
     from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
@@ -128,6 +133,11 @@ def _in_parallel(tasks: Sequence[Callable[[], Any]], workers: int) -> list[Any]:
         done, pending = wait(futures, return_when=FIRST_EXCEPTION)
         for future in pending:
             future.cancel()
+        running = [future for future in pending if not future.cancelled()]
+        failed = [future.exception() for future in done if future.exception() is not None]
+        if failed and running:
+            _warn(f"fgl: a task failed ({type(failed[0]).__name__}: {failed[0]}); "
+                  f"the error is raised when the {len(running)} still running end")
     for future in futures:
         if future.done() and not future.cancelled() and future.exception() is not None:
             raise future.exception()
@@ -136,6 +146,10 @@ def _in_parallel(tasks: Sequence[Callable[[], Any]], workers: int) -> list[Any]:
 
 def _say(line: str) -> None:
     print(line, flush=True)
+
+
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _positive_int(text: str) -> int:

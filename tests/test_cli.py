@@ -1,4 +1,6 @@
 """The fgl command: parameter validation fails fast with exit status 2 and a clear message."""
+import os
+
 import pytest
 
 from fglcore import notebooks
@@ -138,7 +140,10 @@ def test_run_with_workers_gives_helpers_a_scratch_folder_linked_to_the_store(cap
 
     def execute(nb, profile, overrides=None, out_dir=None, *, progress=True):
         calls.append((out_dir, progress))
+        if out_dir is None:
+            os.chdir(nb.parent)  # as papermill does, for the whole process, while the notebook runs
         all_running.wait()  # the three kernels run at the same time
+        assert nb.is_file()  # a path relative to the old working directory would be lost now
         if out_dir is None:
             return paths.output_dir(profile, "fedspray") / nb.name
         store = ResultStore(out_dir / "results.csv")
@@ -154,3 +159,19 @@ def test_run_with_workers_gives_helpers_a_scratch_folder_linked_to_the_store(cap
     helpers = [folder for folder, progress in calls if folder is not None and not progress]
     assert len(set(helpers)) == 2 and not any(folder.exists() for folder in helpers)  # scratch removed
     assert f"wrote {tmp_path / 'smoke' / 'fedspray' / '3_results.ipynb'}" in capsys.readouterr().out
+
+
+def test_a_failing_task_is_reported_while_the_others_still_run(monkeypatch):
+    import threading
+
+    from fglcore import cli
+
+    warned = threading.Event()
+    monkeypatch.setattr(cli, "_warn", lambda line: warned.set() if "FileNotFoundError: lost" in line else None)
+
+    def helper():
+        raise FileNotFoundError("lost")
+
+    with pytest.raises(FileNotFoundError, match="lost"):
+        cli._in_parallel([lambda: warned.wait(timeout=10), helper], 2)
+    assert warned.is_set()
