@@ -116,6 +116,14 @@ def _label(config: ExperimentConfig) -> str:
     return f"{config.dataset} {config.algorithm}{setting} {config.model} seed={config.seed}"
 
 
+def _timing_keys(config: ExperimentConfig) -> tuple[tuple, tuple]:
+    """``(data, method)`` of a run for the time estimate (:func:`fglcore.runlog.expected_seconds`):
+    what it trains on, and how much work it does on each graph or node."""
+    data = (config.dataset, config.partition, config.num_clients)
+    method = (config.algorithm, config.model, config.setting, config.local_epochs, config.rounds)
+    return data, method
+
+
 def _done_ids(store: ResultStore, *, per_client: bool, curve: bool) -> set[str]:
     """Stored configurations that have every family of rows the sweep asks for."""
     if not (per_client or curve):
@@ -200,7 +208,16 @@ def sweep(
         todo.setdefault(config_id(config), config)
     total = len(todo)
     run_ids = {cid: run_id(config) for cid, config in todo.items()}
+    timing_keys = {rid: _timing_keys(todo[cid]) for cid, rid in run_ids.items()}
     log = SweepLog(store.path, desc)
+
+    def log_computed(config: ExperimentConfig, seconds: float) -> None:
+        done, computed = snapshot
+        timings = store.run_log().dropna(subset=["seconds"]).groupby("run_id")["seconds"].last()
+        log.computed(stored=len(done & todo.keys()), total=total, label=_label(config), seconds=seconds,
+                     timed=[(*timing_keys[rid], s) for rid, s in timings.items() if rid in timing_keys],
+                     pending=[keys for rid, keys in timing_keys.items() if rid not in computed],
+                     workers=claims.live_holders())
 
     def stored() -> tuple[set[str], dict[str, str]]:
         """Configurations stored with every family of rows asked for, and run id -> one such configuration."""
@@ -234,9 +251,8 @@ def sweep(
         store.append(rows, run_id=rid, seconds=seconds)
         checkpoint.clear()
         claims.release(rid)
-        snapshot = done, computed = stored()
-        log.computed(stored=len(done & todo.keys()), total=total, label=_label(config), seconds=seconds,
-                     runs_left=len(set(run_ids.values()) - computed.keys()), workers=claims.live_holders())
+        snapshot = stored()
+        log_computed(config, seconds)
         return True
 
     snapshot = stored()

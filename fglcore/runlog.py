@@ -8,19 +8,26 @@ computes::
 
     2026-11-23 21:04:51  Table 2  97/240  Chameleon fedspray gcn seed=1  71 s  about 2.3 h of runs left
 
-The estimate is the mean time of the runs this sweep computed so far times
-the runs it still has to compute (copies of stored runs are free), divided
-by the number of processes working on the file at that moment (those
-holding claims, :mod:`fglcore.claims`). ``fgl run``
+The estimate (:func:`expected_seconds`) predicts each run the sweep still
+has to compute (copies of stored runs are free) from the timed runs of the
+same sweep in the store, earlier sessions' included: a run's time is the
+size of its data times the cost of its method, so a FedStar run on BIO-CHEM
+is priced from FedStar's cost relative to GIN on CHEM, before any FedStar run
+on BIO-CHEM is timed. The sum is divided by the number of processes working
+on the file at that moment (those holding claims, :mod:`fglcore.claims`).
+Runs on data of which no run is timed yet are priced at the mean size and
+counted in the line ("12 of them on data not timed yet"). ``fgl run``
 and ``fgl reproduce`` print the lines as they appear (:class:`LogFollower`);
 ``tail -f`` on the file does the same from another shell.
 """
 from __future__ import annotations
 
+import math
 import threading
+from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Hashable, Iterable, Mapping, Sequence
 
 
 def log_path(results_path: str | Path) -> Path:
@@ -36,22 +43,60 @@ def format_hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def expected_seconds(timed: Iterable[tuple[Hashable, Hashable, float]],
+                     pending: Sequence[tuple[Hashable, Hashable]]) -> float:
+    """Seconds the ``pending`` runs ``(data, method)`` should take, learnt from ``timed`` runs ``(data, method, seconds)``.
+
+    A run's time is modelled as ``size[data] * cost[method]``, fitted by
+    alternating means of the logarithms (a two-way additive model in log
+    time). A pending run whose data or method has no timed run takes the
+    mean of the known factors. Without any timed run the estimate is NaN.
+    """
+    logs = [(data, method, math.log(max(seconds, 1e-3))) for data, method, seconds in timed]
+    if not pending:
+        return 0.0
+    if not logs:
+        return math.nan
+    size = {data: 0.0 for data, _, _ in logs}
+    cost = {method: 0.0 for _, method, _ in logs}
+    for _ in range(50):  # converges in a handful of sweeps on a table's grid
+        size = _means((data, value - cost[method]) for data, method, value in logs)
+        cost = _means((method, value - size[data]) for data, method, value in logs)
+    mean_size, mean_cost = sum(size.values()) / len(size), sum(cost.values()) / len(cost)
+    return sum(math.exp(size.get(data, mean_size) + cost.get(method, mean_cost)) for data, method in pending)
+
+
+def _means(pairs: Iterable[tuple[Hashable, float]]) -> dict[Hashable, float]:
+    groups: dict[Hashable, list[float]] = defaultdict(list)
+    for key, value in pairs:
+        groups[key].append(value)
+    return {key: sum(values) / len(values) for key, values in groups.items()}
+
+
 class SweepLog:
     """Appends a sweep's progress lines to :func:`log_path` of its results file."""
 
     def __init__(self, results_path: str | Path, desc: str):
         self.path = log_path(results_path)
         self.desc = desc
-        self.seconds: list[float] = []
 
-    def computed(self, *, stored: int, total: int, label: str, seconds: float, runs_left: int,
+    def computed(self, *, stored: int, total: int, label: str, seconds: float,
+                 timed: Iterable[tuple[Hashable, Hashable, float]], pending: Sequence[tuple[Hashable, Hashable]],
                  workers: int = 1) -> str:
-        """Record a run that took ``seconds``; ``runs_left`` is what the sweep still has to compute,
-        shared among ``workers`` processes (:mod:`fglcore.claims`)."""
-        self.seconds.append(seconds)
-        left = sum(self.seconds) / len(self.seconds) * runs_left / max(1, workers)
+        """Record a run that took ``seconds``.
+
+        ``timed`` are the sweep's timed runs as ``(data, method, seconds)``,
+        this one included; ``pending`` the ``(data, method)`` of the runs it
+        still has to compute, shared among ``workers`` processes
+        (:mod:`fglcore.claims`). See :func:`expected_seconds`.
+        """
+        timed = list(timed)
+        left = expected_seconds(timed, pending) / max(1, workers)
         on = f" on {workers} workers" if workers > 1 else ""
-        estimate = f"about {format_hours(left)} of runs left{on}" if runs_left else "last run"
+        known = {data for data, _, _ in timed}
+        untimed = sum(data not in known for data, _ in pending)
+        rough = f" ({untimed} of them on data not timed yet)" if untimed else ""
+        estimate = f"about {format_hours(left)} of runs left{on}{rough}" if pending else "last run"
         stamp = datetime.now().strftime("%Y-%m-%d %H:%M:%S")
         line = f"{stamp}  {self.desc}  {stored}/{total}  {label}  {seconds:.0f} s  {estimate}"
         with open(self.path, "a", encoding="utf-8") as log:  # one short write: lines of parallel sweeps stay whole

@@ -118,7 +118,8 @@ def test_run_and_reproduce_print_the_progress_lines_of_the_sweeps(capsys, monkey
     def execute(nb, profile, overrides=None, out_dir=None, *, progress=True):  # a notebook whose sweep ran a run
         out = paths.output_dir(profile, "fedspray")
         out.mkdir(parents=True, exist_ok=True)
-        SweepLog(out / "results.csv", "Table 2").computed(stored=1, total=2, label=nb.name, seconds=5, runs_left=1)
+        SweepLog(out / "results.csv", "Table 2").computed(stored=1, total=2, label=nb.name, seconds=5,
+                                                            timed=[("a", "b", 5.0)], pending=[("a", "b")])
         return nb
 
     monkeypatch.setattr(notebooks, "execute", execute)

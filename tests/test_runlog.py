@@ -1,7 +1,11 @@
 """Progress logs of long sweeps: lines written beside the results, followed by the fgl command."""
 from __future__ import annotations
 
-from fglcore.runlog import LogFollower, SweepLog, format_hours, log_path
+import math
+
+import pytest
+
+from fglcore.runlog import LogFollower, SweepLog, expected_seconds, format_hours, log_path
 
 
 def test_log_path_sits_beside_the_results_file(tmp_path):
@@ -14,15 +18,30 @@ def test_format_hours_reads_minutes_then_hours():
     assert format_hours(8280) == "2.3 h"
 
 
-def test_sweep_log_estimates_from_the_mean_run_time(tmp_path):
-    log = SweepLog(tmp_path / "results.csv", "Table 2")
-    first = log.computed(stored=1, total=9, label="Cora fedavg gcn seed=0", seconds=600, runs_left=3)
-    second = log.computed(stored=2, total=9, label="Cora fedavg gcn seed=1", seconds=1200, runs_left=4)
-    assert first.endswith("Table 2  1/9  Cora fedavg gcn seed=0  600 s  about 30 min of runs left")
-    assert second.endswith("about 1.0 h of runs left")  # mean 900 s x 4
-    assert (tmp_path / "results.log").read_text().splitlines() == [first, second]
-    third = log.computed(stored=3, total=9, label="Cora fedavg gcn seed=2", seconds=900, runs_left=4, workers=2)
-    assert third.endswith("about 30 min of runs left on 2 workers")  # mean 900 s x 4 / 2
+def test_expected_seconds_prices_a_method_on_data_where_it_has_not_run_yet():
+    # GIN takes 100 s on CHEM and FedStar twice that; BIO-CHEM is three times CHEM's size
+    timed = [("chem", "gin", 100.0), ("chem", "fedstar", 200.0), ("biochem", "gin", 300.0)]
+    assert expected_seconds(timed, [("biochem", "fedstar")]) == pytest.approx(600.0)
+    assert expected_seconds(timed, [("chem", "gin")] * 3) == pytest.approx(300.0)
+    # data with no timed run takes the mean size (in log time): sqrt(1 * 3) x GIN's 100 s
+    assert expected_seconds(timed, [("biosncv", "gin")]) == pytest.approx(100.0 * 3 ** 0.5)
+    assert expected_seconds(timed, []) == 0.0
+    assert math.isnan(expected_seconds([], [("chem", "gin")]))
+
+
+def test_sweep_log_writes_the_estimate_of_the_runs_left(tmp_path):
+    log = SweepLog(tmp_path / "results.csv", "Table 1")
+    timed = [("chem", "gin", 600.0), ("chem", "fedstar", 1200.0)]
+    first = log.computed(stored=2, total=9, label="chem fedstar gin seed=1", seconds=1200, timed=timed,
+                         pending=[("chem", "gin"), ("chem", "fedstar")])
+    assert first.endswith("Table 1  2/9  chem fedstar gin seed=1  1200 s  about 30 min of runs left")
+    second = log.computed(stored=3, total=9, label="chem gin gin seed=2", seconds=600, timed=timed,
+                          pending=[("chem", "fedstar"), ("chem", "fedstar"), ("biochem", "gin")], workers=2)
+    # BIO-CHEM, never timed, takes the mean data size (CHEM's): (1200 + 1200 + 600) s / 2
+    assert second.endswith("about 25 min of runs left on 2 workers (1 of them on data not timed yet)")
+    last = log.computed(stored=9, total=9, label="chem gin gin seed=3", seconds=600, timed=timed, pending=[])
+    assert last.endswith("600 s  last run")
+    assert (tmp_path / "results.log").read_text().splitlines() == [first, second, last]
 
 
 def test_follower_prints_new_complete_lines_with_their_prefix(tmp_path):
