@@ -96,7 +96,12 @@ class SweepLog:
         known = {data for data, _, _ in timed}
         untimed = sum(data not in known for data, _ in pending)
         rough = f" ({untimed} of them on data not timed yet)" if untimed else ""
-        estimate = f"about {format_hours(left)} of runs left{on}{rough}" if pending else "last run"
+        if not pending:
+            estimate = "last run"
+        elif math.isnan(left):
+            estimate = f"runs left: {len(pending)}{on}"
+        else:
+            estimate = f"about {format_hours(left)} of runs left{on}{rough}"
         stamp = datetime.now().strftime("%Y-%m-%d %H:%M:%S")
         line = f"{stamp}  {self.desc}  {stored}/{total}  {label}  {seconds:.0f} s  {estimate}"
         with open(self.path, "a", encoding="utf-8") as log:  # one short write: lines of parallel sweeps stay whole

@@ -42,6 +42,8 @@ def test_sweep_log_writes_the_estimate_of_the_runs_left(tmp_path):
     last = log.computed(stored=9, total=9, label="chem gin gin seed=3", seconds=600, timed=timed, pending=[])
     assert last.endswith("600 s  last run")
     assert (tmp_path / "results.log").read_text().splitlines() == [first, second, last]
+    untimed = log.computed(stored=1, total=9, label="copied", seconds=0, timed=[], pending=[("chem", "gin")])
+    assert untimed.endswith("0 s  runs left: 1")
 
 
 def test_follower_prints_new_complete_lines_with_their_prefix(tmp_path):
