@@ -313,7 +313,8 @@ class ResultStore:
         return frame.assign(seconds=pd.to_numeric(frame["seconds"], errors="coerce"))
 
     def cost(self) -> pd.Series:
-        """What the stored runs cost: runs computed and copied, compute hours, first and last finish (UTC)."""
+        """What the stored runs cost: runs computed and copied, compute hours, the wall hours during which
+        at least one run was computing (:func:`busy_seconds`), first and last finish (UTC)."""
         log = self.run_log()
         computed = log["seconds"].notna()
         recorded = log["finished"] != ""  # indexes written before timing was recorded have neither
@@ -323,6 +324,7 @@ class ResultStore:
             "runs copied": int((~computed & recorded).sum()),
             "runs without timing": int((~recorded).sum()),
             "compute hours": round(float(log["seconds"].sum()) / 3600, 2),
+            "wall hours with runs in progress": round(busy_seconds(log) / 3600, 2),
             "first finished": finished.min() if not finished.empty else "",
             "last finished": finished.max() if not finished.empty else "",
         })
@@ -404,6 +406,30 @@ class ResultStore:
 
     def _write(self, frame: pd.DataFrame) -> None:
         write_csv_atomic(frame, self.path)
+
+
+def busy_seconds(run_log: pd.DataFrame) -> float:
+    """Wall-clock seconds during which at least one run was computing: the length of the union of the
+    computed runs' intervals ``[finished - seconds, finished]`` in a :meth:`ResultStore.run_log`.
+
+    Runs of parallel workers overlap and count once; the idle time between
+    sessions counts not at all. A run resumed from a checkpoint records only
+    its resumed part, so the interrupted part is missing here as it is from
+    the compute hours.
+    """
+    timed = run_log[run_log["seconds"].notna() & (run_log["finished"] != "")]
+    if timed.empty:
+        return 0.0
+    ends = pd.to_datetime(timed["finished"], utc=True, format="ISO8601")
+    starts = ends - pd.to_timedelta(timed["seconds"], unit="s")
+    busy, covered_until = 0.0, None
+    for start, end in sorted(zip(starts, ends)):
+        if covered_until is not None and start < covered_until:
+            start = covered_until
+        if end > start:
+            busy += (end - start).total_seconds()
+        covered_until = end if covered_until is None else max(covered_until, end)
+    return busy
 
 
 def write_csv_atomic(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:

@@ -199,6 +199,22 @@ def test_the_run_index_records_seconds_and_reads_old_indexes(tmp_path):
     assert store.run_ids() == {"b" * 16: "c" * 16} and math.isnan(store.run_log()["seconds"].iloc[0])
 
 
+def test_wall_hours_count_overlapping_runs_once_and_idle_gaps_not_at_all():
+    import pandas as pd
+
+    from fglcore.results import busy_seconds
+
+    log = pd.DataFrame({
+        "config_id": list("abcde"), "run_id": list("abcde"),
+        # two workers 10:00-10:30 (runs of 20 and 30 min), a copy, then a session the next day 09:00-09:10
+        "seconds": [1200.0, 1800.0, float("nan"), 600.0, 300.0],
+        "finished": ["2026-11-23T10:20:00+00:00", "2026-11-23T10:30:00+00:00", "2026-11-23T10:31:00+00:00",
+                     "2026-11-24T09:10:00+00:00", "2026-11-24T09:05:00+00:00"],
+    })
+    assert busy_seconds(log) == 1800 + 600
+    assert busy_seconds(log.iloc[:0]) == 0.0
+
+
 def test_forget_removes_rows_and_index_entries_so_a_sweep_reruns_them(tmp_path):
     store = ResultStore(tmp_path / "results.csv")
     stale, kept = make_config(seed=0), make_config(seed=1)

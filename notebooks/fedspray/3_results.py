@@ -217,6 +217,8 @@ print(report.groupby(["table", "status"]).size().unstack(fill_value=0).to_string
 # What the runs in `results.csv` cost, from the run index beside it: runs
 # computed and copied from another table, compute hours summed over runs
 # (what an interrupted, resumed or parallel sweep cannot show on one clock),
-# and when the first and last were stored.
+# the wall hours during which at least one run was computing (parallel
+# workers' runs count once, the idle time between sessions not at all), and
+# when the first and last were stored.
 # %% [code]
 print(ResultStore(out / "results.csv").cost().to_string())
