@@ -126,18 +126,18 @@ def _in_parallel(tasks: Sequence[Callable[[], Any]], workers: int) -> list[Any]:
     The first failure stops the tasks not yet started, is reported at once and is raised once the
     running ones end (a helper kernel that fails must not leave the main one computing alone unnoticed).
     """
-    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+    from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(task) for task in tasks]
         done, pending = wait(futures, return_when=FIRST_EXCEPTION)
         for future in pending:
             future.cancel()
-        running = [future for future in pending if not future.cancelled()]
-        failed = [future.exception() for future in done if future.exception() is not None]
-        if failed and running:
-            _warn(f"fgl: a task failed ({type(failed[0]).__name__}: {failed[0]}); "
-                  f"the error is raised when the {len(running)} still running end")
+        running = sum(not future.cancelled() for future in pending)
+        failure = next((error for error in map(Future.exception, done) if error is not None), None)
+        if failure is not None and running:
+            _warn(f"fgl: a task failed ({type(failure).__name__}: {failure}); "
+                  f"the error is raised when the {running} still running end")
     for future in futures:
         if future.done() and not future.cancelled() and future.exception() is not None:
             raise future.exception()

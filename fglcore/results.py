@@ -422,13 +422,10 @@ def busy_seconds(run_log: pd.DataFrame) -> float:
         return 0.0
     ends = pd.to_datetime(timed["finished"], utc=True, format="ISO8601")
     starts = ends - pd.to_timedelta(timed["seconds"], unit="s")
-    busy, covered_until = 0.0, None
+    busy, covered_until = 0.0, starts.min()
     for start, end in sorted(zip(starts, ends)):
-        if covered_until is not None and start < covered_until:
-            start = covered_until
-        if end > start:
-            busy += (end - start).total_seconds()
-        covered_until = end if covered_until is None else max(covered_until, end)
+        busy += max(0.0, (end - max(start, covered_until)).total_seconds())
+        covered_until = max(covered_until, end)
     return busy
 
 
