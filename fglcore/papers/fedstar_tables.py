@@ -403,9 +403,11 @@ def compare_cells(cells: pd.DataFrame, paper: Mapping[str, Any], table: str) -> 
     """The paper's cells of ``table`` next to ours, with delta, tolerance and status (:mod:`fglcore.compare`).
 
     Ours are :func:`paper_cells` (the paper's own way of forming mean and
-    "±"), matched on dataset, method and setting. ``tolerance`` and
-    ``status`` are :func:`fglcore.compare.tolerance` and
-    :func:`fglcore.compare.status` of those numbers. Columns follow
+    "±", and ``std_of_mean`` as ``ours_std_of_mean`` for the seed noise of
+    :mod:`fglcore.papers.fedstar_gaps`), matched on dataset, method and
+    setting. ``tolerance`` and ``status`` are
+    :func:`fglcore.compare.tolerance` and :func:`fglcore.compare.status` of
+    those numbers. Columns follow
     :func:`fglcore.compare.compare` (so :func:`fglcore.plotting.comparison_bars`
     draws them).
     """
@@ -419,17 +421,18 @@ def compare_cells(cells: pd.DataFrame, paper: Mapping[str, Any], table: str) -> 
                      & (ours["setting"].astype(str) == entry["setting"])]
         paper_std = None if pd.isna(entry["std"]) else float(entry["std"])
         if match.empty:
-            mean = std = math.nan
+            mean = std = std_of_mean = math.nan
             n_seeds, n_clients = 0, 0
         else:
             cell = match.iloc[0]
-            mean, std = float(cell["mean"]), float(cell["std"])
+            mean, std, std_of_mean = float(cell["mean"]), float(cell["std"]), float(cell["std_of_mean"])
             n_seeds, n_clients = int(cell["n_seeds"]), int(cell["n_clients"])
         delta = mean - float(entry["mean"])
         tol = compare.tolerance(paper_std, std)
         rows.append({"table": str(table), "dataset": entry["dataset"], "method": entry["method"],
                      "setting": entry["setting"], "paper_mean": float(entry["mean"]), "paper_std": paper_std,
-                     "ours_mean": mean, "ours_std": std, "n_seeds": n_seeds, "n_clients": n_clients,
+                     "ours_mean": mean, "ours_std": std, "ours_std_of_mean": std_of_mean,
+                     "n_seeds": n_seeds, "n_clients": n_clients,
                      "delta": delta, "tolerance": tol, "status": compare.status(delta, tol)})
     return pd.DataFrame(rows)
 
