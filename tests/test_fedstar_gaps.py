@@ -17,15 +17,18 @@ def _cell(table="1", dataset="chem", method="fedstar", setting=""):
 def test_known_differences_bear_on_the_cells_they_name():
     keys = lambda cell: [d.key for d in G.differences_for(cell)]  # noqa: E731
     assert keys(_cell()) == []  # FedStar on CHEM: nothing known
-    assert keys(_cell(method="fedavg")) == ["A2"]
-    assert keys(_cell(dataset="biosncv", method="gcfl")) == ["no COLLAB", "A12", "A4", "A5"]
-    assert keys(_cell(dataset="biochem", method="gcfl")) == ["A12", "A4"]
+    assert keys(_cell(method="local")) == []  # Local follows the released code
+    assert keys(_cell(method="fedavg")) == ["code", "A2"]
+    assert keys(_cell(dataset="biosncv", method="gcfl")) == ["no COLLAB", "A12", "code", "A4", "A5"]
+    assert keys(_cell(dataset="biochem", method="gcfl")) == ["A12", "code", "A4"]
+    assert keys(_cell(table="2", dataset="biochem", method="fedavg", setting=T.table2_setting("All", False))) == [
+        "A12", "code", "A2", "A8", "marks"]
     assert keys(_cell(table="2", dataset="biochem", method="fedstar", setting=T.table2_setting("FE", True))) == [
         "A12", "A7", "marks"]
     assert keys(_cell(table="2", dataset="biochem", method="fedstar", setting=T.table2_setting("SE", True))) == [
         "A12"]
     assert keys(_cell(table="3", dataset="biochem", setting="SE=ones")) == ["A12", "marks", "A9"]
-    assert keys(_cell(table="4", method="gcfl", setting="E=1")) == ["A4"]
+    assert keys(_cell(table="4", method="gcfl", setting="E=1")) == ["code", "A4"]
     assert keys(_cell(table="4", setting="E=3")) == ["A15"]
     assert keys(_cell(table="10", setting="FE=gin,SE=gcn")) == []  # the default backbones
     assert keys(_cell(table="10", setting="FE=sage,SE=gin")) == ["A16"]
@@ -54,9 +57,9 @@ def test_gap_table_orders_by_size_and_measures_seed_noise():
     assert gaps.loc[0, "noise"] == pytest.approx(2 * math.sqrt(2) * 0.5)
     assert gaps.loc[0, "beyond_noise"] is True and gaps.loc[1, "beyond_noise"] is False
     assert math.isnan(gaps.loc[2, "noise"]) and gaps.loc[2, "beyond_noise"] is None  # one seed: no noise estimate
-    assert list(gaps["known"]) == ["A2", "—", "—"]
+    assert list(gaps["known"]) == ["code, A2", "—", "—"]
     legend = G.legend(gaps)
-    assert list(legend["key"]) == ["A2"] and legend.loc[0, "cells"] == 1
+    assert list(legend["key"]) == ["code", "A2"] and list(legend["cells"]) == [1, 1]
 
 
 def test_shifts_find_methods_that_sit_on_one_side_beyond_noise():

@@ -176,11 +176,12 @@ print(readings.to_string() if not readings.empty else "FedAvg or FedPer not run 
 # * **seed noise**: each cell averages a few seeds. `noise` is twice the
 #   standard error of the difference of two cell means, assuming the
 #   paper's seeds wobble as much as ours: a |Δ| above it is not chance alone;
-# * **known differences** between the paper's runs and ours, named by the
-#   digest's readings: data we do not have (COLLAB), splits the official
-#   procedure does not reproduce (A12), and details the paper leaves open
-#   that we read one way (A2 FedAvg's shared layers, A4 GCFL's model
-#   selection, A5 its thresholds, A6 FedSage);
+# * **known differences** between the paper's runs and ours: data we do
+#   not have (COLLAB), splits the official procedure does not reproduce
+#   (A12), the baselines' code, which the official repository does not ship
+#   (it has Local and FedStar only), and details the paper leaves open that
+#   we read one way (the digest's readings: A2 FedAvg's shared layers, A4
+#   GCFL's model selection, A5 its thresholds, A6 FedSage);
 # * anything else (hardware, library versions, an unstated detail of the
 #   official runs), which no table can name: a cell beyond noise with no
 #   known difference points there.

@@ -249,10 +249,11 @@ comparison10.to_csv(out / "4_table10_comparison.csv", index=False)
 # twice the standard error of the difference of two cell means (the
 # paper's seeds assumed to wobble as much as ours), and `known` names the
 # differences between the paper's runs and ours that bear on each cell:
-# besides COLLAB and the splits (A12), the readings of the ablations' rows
-# (A7, A8 for Table 2's shared sets and plain GIN, the reconstructed check
-# marks of Tables 2 and 3, A9 the embeddings' widths, A15 the rounds of
-# Table 4, A16 the swapped backbones of Table 10). The summary groups each
+# besides COLLAB, the splits (A12) and the unreleased baseline code, the
+# readings of the ablations' rows (A7, A8 for Table 2's shared sets and
+# plain GIN, the reconstructed check marks of Tables 2 and 3, A9 the
+# embeddings' widths, A15 the rounds of Table 4, A16 the swapped backbones
+# of Table 10). The summary groups each
 # table's row over its settings: a row on one side of the paper everywhere,
 # mostly beyond noise, differs from the paper's run systematically.
 # %% [code]
