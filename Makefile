@@ -1,11 +1,12 @@
 # Two commands do all the set-up on a fresh machine:
-#   make reproduce [PROFILE=smoke|quick|full] [PAPERS="tour fedspray"] [JOBS=2]
+#   make reproduce [PROFILE=smoke|quick|full] [PAPERS="tour fedspray"] [JOBS=2 | WORKERS=2]
 #   make test
 # Both create (or reuse) the virtual environment in $(VENV).
 
 PROFILE ?= quick
 PAPERS ?=
 JOBS ?= 1
+WORKERS ?= 1
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
@@ -26,7 +27,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 reproduce: $(STAMP)
-	$(BIN)/fgl reproduce $(PAPERS) --profile $(PROFILE) --jobs $(JOBS)
+	$(BIN)/fgl reproduce $(PAPERS) --profile $(PROFILE) --jobs $(JOBS) --workers $(WORKERS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests outputs/smoke --nbval-lax -p no:cacheprovider

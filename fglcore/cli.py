@@ -34,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--profile", default="quick", help="smoke | quick | full (default quick)")
     rep.add_argument("--jobs", type=_positive_int, default=1,
                      help="notebooks run side by side (default 1); give each FGL_THREADS=1 on a small machine")
+    rep.add_argument("--workers", type=_positive_int, default=1,
+                     help="notebooks run one after another, each in this many processes sharing its runs "
+                          "(default 1; not with --jobs); give each FGL_THREADS=1 on a small machine")
 
     sub.add_parser("datasets", help="list datasets and whether they are present, in the mirror or missing")
     sub.add_parser("algorithms", help="list registered algorithms")
@@ -86,18 +89,25 @@ def _execute_with_helpers(notebook: Path, profile: str, overrides: dict, out_dir
 def _reproduce(args: argparse.Namespace) -> int:
     from fglcore import compare, notebooks, paths
 
+    if args.jobs > 1 and args.workers > 1:
+        raise ConfigError(f"--jobs {args.jobs} and --workers {args.workers}: choose one; --jobs runs notebooks "
+                          "side by side, --workers runs them one after another, each in several processes")
     selected = args.papers or notebooks.papers()
     jobs = [(paper, nb) for paper in selected for nb in notebooks.notebooks_of(paper)]
     for _, nb in jobs:  # validate every parameter set before the first notebook runs
         notebooks.prepare(nb, args.profile)
     logs = {log_path(paths.output_dir(args.profile, paper) / "results.csv"): paper for paper in selected}
     with LogFollower(logs, emit=_say):
-        if args.jobs == 1:
+        if args.jobs > 1:
+            _execute_side_by_side(jobs, args.profile, args.jobs)
+        else:
             for paper, nb in jobs:
                 _say(f"[{paper}] {nb.name} ({args.profile})")
-                notebooks.execute(nb, args.profile)
-        else:
-            _execute_side_by_side(jobs, args.profile, args.jobs)
+                if args.workers == 1:
+                    notebooks.execute(nb, args.profile)
+                else:
+                    out = paths.output_dir(args.profile, paper)
+                    _execute_with_helpers(nb, args.profile, {}, None, out, args.workers)
     summary = compare.build_summary(paths.outputs_root() / args.profile)
     print(f"summary of {len(summary)} comparisons: {paths.outputs_root() / args.profile / 'summary.md'}")
     return 0

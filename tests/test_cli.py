@@ -176,3 +176,34 @@ def test_a_failing_task_is_reported_while_the_others_still_run(monkeypatch):
     with pytest.raises(FileNotFoundError, match="lost"):
         cli._in_parallel([lambda: warned.wait(timeout=10), helper], 2)
     assert warned.is_set()
+
+
+def test_reproduce_with_workers_runs_notebooks_in_turn_each_in_several_kernels(capsys, monkeypatch, tmp_path):
+    import collections
+    import threading
+
+    from fglcore import compare, paths
+
+    kernels = collections.Counter()
+    running, lock = set(), threading.Lock()
+    barriers = collections.defaultdict(lambda: threading.Barrier(2, timeout=10))
+
+    def execute(nb, profile, overrides=None, out_dir=None, *, progress=True):
+        with lock:
+            running.add(nb.name)
+            assert running == {nb.name}, f"two notebooks at once: {running}"
+            barrier = barriers[nb.name]
+        kernels[nb.name] += 1
+        barrier.wait()  # both kernels of this notebook run at the same time
+        barrier.wait()  # ... and neither leaves before the other has checked
+        with lock:
+            running.discard(nb.name)
+        return nb
+
+    monkeypatch.setattr(notebooks, "execute", execute)
+    monkeypatch.setattr(compare, "build_summary", lambda root: [])
+    monkeypatch.setattr(paths, "outputs_root", lambda: tmp_path)
+    assert main(["reproduce", "fedstar", "--profile", "smoke", "--workers", "2"]) == 0
+    assert kernels == {nb.name: 2 for nb in notebooks.notebooks_of("fedstar")}
+    status, text = run_cli(capsys, "reproduce", "fedstar", "--jobs", "2", "--workers", "2")
+    assert status == 2 and "choose one" in text
