@@ -2,6 +2,8 @@
 
 Exit status 2 means the request was rejected before anything ran (unknown
 parameter, wrong type, unknown name); the message says what is accepted.
+Exit status 3 means a sweep stopped on request (``fgl stop``) with every
+finished run stored; the same command resumes it.
 """
 from __future__ import annotations
 
@@ -38,6 +40,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="notebooks run one after another, each in this many processes sharing its runs "
                           "(default 1; not with --jobs); give each FGL_THREADS=1 on a small machine")
 
+    stop = sub.add_parser("stop", help="ask the running sweeps of papers to stop once their current runs are stored")
+    stop.add_argument("papers", nargs="*")
+    stop.add_argument("--profile", default="quick", help="smoke | quick | full (default quick)")
+
     sub.add_parser("datasets", help="list datasets and whether they are present, in the mirror or missing")
     sub.add_parser("algorithms", help="list registered algorithms")
     return parser
@@ -52,6 +58,7 @@ def _run(args: argparse.Namespace) -> int:
     out_dir = args.out.resolve() if args.out else None
     overrides = {key: notebooks.parse_override(value) for key, value in args.parameter}
     _, out = notebooks.prepare(notebook, args.profile, overrides, out_dir)
+    _withdraw_stop(out)
     with LogFollower({log_path(out / "results.csv"): notebooks.paper_of(notebook)}, emit=_say):
         if args.workers == 1:
             target = notebooks.execute(notebook, args.profile, overrides, out_dir)
@@ -96,6 +103,8 @@ def _reproduce(args: argparse.Namespace) -> int:
     jobs = [(paper, nb) for paper in selected for nb in notebooks.notebooks_of(paper)]
     for _, nb in jobs:  # validate every parameter set before the first notebook runs
         notebooks.prepare(nb, args.profile)
+    for paper in selected:
+        _withdraw_stop(paths.output_dir(args.profile, paper))
     logs = {log_path(paths.output_dir(args.profile, paper) / "results.csv"): paper for paper in selected}
     with LogFollower(logs, emit=_say):
         if args.jobs > 1:
@@ -111,6 +120,25 @@ def _reproduce(args: argparse.Namespace) -> int:
     summary = compare.build_summary(paths.outputs_root() / args.profile)
     print(f"summary of {len(summary)} comparisons: {paths.outputs_root() / args.profile / 'summary.md'}")
     return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    from fglcore import notebooks, paths
+    from fglcore.experiment import request_stop
+
+    notebooks.check_profile(args.profile)
+    for paper in args.papers or notebooks.papers():
+        notebooks.notebooks_of(paper)  # an unknown paper is rejected
+        path = request_stop(paths.output_dir(args.profile, paper))
+        _say(f"[{paper}] asked its sweeps to stop once their current runs are stored ({path})")
+    return 0
+
+
+def _withdraw_stop(results_dir: Path) -> None:
+    from fglcore.experiment import withdraw_stop
+
+    if withdraw_stop(results_dir):
+        _say(f"withdrew the stop request left in {results_dir} (fgl stop)")
 
 
 def _execute_side_by_side(jobs: Sequence[tuple[str, Path]], profile: str, workers: int) -> None:
@@ -191,7 +219,7 @@ def _algorithms(_: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": _run, "reproduce": _reproduce, "datasets": _datasets, "algorithms": _algorithms}
+COMMANDS = {"run": _run, "reproduce": _reproduce, "stop": _stop, "datasets": _datasets, "algorithms": _algorithms}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -204,6 +232,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:  # a notebook cell failed: papermill names the cell and keeps the partial notebook
         if type(err).__name__ != "PapermillExecutionError":
             raise
+        if getattr(err, "ename", "") == "SweepStopped":
+            print(f"fgl: {err.evalue}", file=sys.stderr)
+            return 3
         print(f"fgl: notebook failed: {err}", file=sys.stderr)
         return 1
 

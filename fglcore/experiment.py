@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import pandas as pd
@@ -37,7 +38,8 @@ from fglcore.fl.engine import RunResult
 from fglcore.results import RUN_LABEL_KEYS, ResultStore, config_id, rows_from_result, run_id, summarize
 from fglcore.runlog import SweepLog
 
-__all__ = ["as_config", "run", "run_full", "grid", "sweep", "summarize"]
+__all__ = ["as_config", "run", "run_full", "grid", "sweep", "summarize", "request_stop", "withdraw_stop",
+           "SweepStopped"]
 
 
 def as_config(config: ExperimentConfig | Mapping[str, Any]) -> ExperimentConfig:
@@ -109,6 +111,35 @@ def grid(base: ExperimentConfig | Mapping[str, Any], **axes: Iterable[Any]) -> l
 CHECKPOINT_FOLDER = ".checkpoints"
 #: Seconds between two looks at the store while a sweep waits for runs that other workers compute.
 CLAIM_POLL_SECONDS = 10.0
+#: A file of this name beside a results file asks the sweeps storing there to stop before their next run.
+STOP_FILE = ".stop"
+
+
+class SweepStopped(RuntimeError):
+    """A sweep stopped before computing its next run because a stop was requested (:func:`request_stop`)."""
+
+
+def request_stop(results_dir: str | os.PathLike[str]) -> Path:
+    """Ask every sweep storing in ``results_dir`` to stop once its current run is stored; return the stop file.
+
+    Runs in progress finish and are stored; no new one starts (each sweep
+    raises :class:`SweepStopped`). ``fgl stop`` does this; ``fgl run`` and
+    ``fgl reproduce`` withdraw the request when they start
+    (:func:`withdraw_stop`), and a sweep resumes where it stopped.
+    """
+    path = Path(results_dir) / STOP_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch()
+    return path
+
+
+def withdraw_stop(results_dir: str | os.PathLike[str]) -> bool:
+    """Remove a stop request from ``results_dir``; True if there was one."""
+    path = Path(results_dir) / STOP_FILE
+    if not path.exists():
+        return False
+    path.unlink(missing_ok=True)
+    return True
 
 
 def _label(config: ExperimentConfig) -> str:
@@ -195,6 +226,10 @@ def sweep(
     :data:`CLAIM_POLL_SECONDS`), so that every process returns the same
     complete rows.
 
+    A file :data:`STOP_FILE` beside the results file (:func:`request_stop`,
+    ``fgl stop``) stops the sweep before its next computed run, with
+    :class:`SweepStopped`; every run it finished is stored.
+
     ``per_client`` / ``curve`` also store each run's per-client and
     per-round rows (:func:`fglcore.results.rows_from_result`). A stored
     configuration that lacks them (stored by a sweep that did not ask for
@@ -243,6 +278,12 @@ def sweep(
             store.append(_relabelled(store.read(), computed[rid], config, per_client=per_client, curve=curve),
                          run_id=rid)
             return True
+        stop = store.path.parent / STOP_FILE
+        if stop.exists():
+            claims.release(rid)
+            left = total - len(done & todo.keys())
+            raise SweepStopped(f"{desc}: stopped before {_label(config)}, as {stop} asks; {left} of {total} runs "
+                               "are not stored yet. Delete the file (fgl run does) and run again to resume.")
         bar.set_postfix_str(_label(config))
         checkpoint = RoundCheckpoint(store.path.parent / CHECKPOINT_FOLDER / f"{rid}.pt")
         start = time.perf_counter()

@@ -103,10 +103,15 @@ def validate_parameters(notebook: str | os.PathLike, values: Mapping[str, Any]) 
     return clean
 
 
-def load_profile(notebook: str | os.PathLike, profile: str) -> dict[str, Any]:
-    """The parameter set of ``profile``; ``quick`` falls back to the notebook's own defaults."""
+def check_profile(profile: str) -> None:
+    """Raise :class:`ConfigError` naming the accepted profiles unless ``profile`` is one of :data:`PROFILES`."""
     if profile not in PROFILES:
         raise ConfigError(f"profile: {profile!r} is not accepted; accepted: {', '.join(PROFILES)}")
+
+
+def load_profile(notebook: str | os.PathLike, profile: str) -> dict[str, Any]:
+    """The parameter set of ``profile``; ``quick`` falls back to the notebook's own defaults."""
+    check_profile(profile)
     path = profile_file(Path(notebook), profile)
     if not path.exists():
         if profile == "quick":

@@ -207,3 +207,27 @@ def test_reproduce_with_workers_runs_notebooks_in_turn_each_in_several_kernels(c
     assert kernels == {nb.name: 2 for nb in notebooks.notebooks_of("fedstar")}
     status, text = run_cli(capsys, "reproduce", "fedstar", "--jobs", "2", "--workers", "2")
     assert status == 2 and "choose one" in text
+
+
+def test_stop_asks_the_sweeps_to_stop_and_the_next_start_withdraws_it(capsys, monkeypatch, tmp_path):
+    from papermill.exceptions import PapermillExecutionError
+
+    from fglcore import paths
+    from fglcore.experiment import STOP_FILE
+
+    monkeypatch.setattr(paths, "outputs_root", lambda: tmp_path)
+    monkeypatch.chdir(paths.repo_root())
+    status, text = run_cli(capsys, "stop", "fedstar", "--profile", "full")
+    stop = tmp_path / "full" / "fedstar" / STOP_FILE
+    assert status == 0 and stop.exists() and "[fedstar] asked its sweeps to stop" in text
+
+    def stopped(nb, profile, overrides=None, out_dir=None, *, progress=True):  # the kernel's sweep saw the file
+        assert not stop.exists()  # ... but `fgl run` withdrew it before the kernel started
+        raise PapermillExecutionError(3, 1, "sweep(...)", "SweepStopped", "Table 1: stopped before ...", [])
+
+    monkeypatch.setattr(notebooks, "execute", stopped)
+    status, text = run_cli(capsys, "run", "notebooks/fedstar/3_results.ipynb", "--profile", "full")
+    assert status == 3 and "withdrew the stop request" in text and "fgl: Table 1: stopped before" in text
+    assert run_cli(capsys, "stop", "nopaper")[0] == 2
+    status, text = run_cli(capsys, "stop", "--profile", "huge")
+    assert status == 2 and "smoke, quick, full" in text

@@ -278,3 +278,33 @@ def test_a_sweep_waits_for_a_run_another_worker_holds(fake_stack, tmp_path, monk
     frame = experiment.sweep(configs, path, progress=False)
     assert [seed for seed, _ in FakeAlgorithm.calls] == [1, 0]  # seed 1 here, seed 0 by "the other worker"
     assert waits == [0.02] and frame["config_id"].nunique() == 2
+
+
+def test_a_stop_request_ends_the_sweep_after_its_current_run_and_it_resumes(fake_stack, tmp_path, monkeypatch):
+    configs = experiment.grid(BASE, lr=[0.01, 0.1], seed=range(3))
+    straight = tmp_path / "straight" / "r.csv"
+    experiment.sweep(configs, straight, progress=False)
+
+    path = tmp_path / "stopped" / "r.csv"
+    real_run = experiment.run
+
+    def run_then_stop(config, **kwargs):  # `fgl stop` while the second run of the first sweep computes
+        rows = real_run(config, **kwargs)
+        if len(FakeAlgorithm.calls) == 2 and not stops:
+            stops.append(experiment.request_stop(path.parent))
+        return rows
+
+    stops = []
+
+    monkeypatch.setattr(experiment, "run", run_then_stop)
+    FakeAlgorithm.calls = []
+    with pytest.raises(experiment.SweepStopped, match="4 of 6 runs are not stored yet"):
+        experiment.sweep(configs, path, progress=False)
+    assert ResultStore(path).done_ids() == {config_id(c) for c in configs[:2]}  # the run in progress was stored
+    assert not any((path.parent / ".claims").iterdir())  # no claim left behind for the next start
+
+    assert experiment.withdraw_stop(path.parent) and not experiment.withdraw_stop(path.parent)
+    FakeAlgorithm.calls = []
+    experiment.sweep(configs, path, progress=False)
+    assert FakeAlgorithm.calls == [(c.seed, c.lr) for c in configs[2:]]
+    assert path.read_bytes() == straight.read_bytes()
