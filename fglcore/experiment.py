@@ -135,10 +135,10 @@ def request_stop(results_dir: str | os.PathLike[str]) -> Path:
 
 def withdraw_stop(results_dir: str | os.PathLike[str]) -> bool:
     """Remove a stop request from ``results_dir``; True if there was one."""
-    path = Path(results_dir) / STOP_FILE
-    if not path.exists():
+    try:
+        (Path(results_dir) / STOP_FILE).unlink()
+    except FileNotFoundError:
         return False
-    path.unlink(missing_ok=True)
     return True
 
 

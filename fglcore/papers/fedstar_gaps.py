@@ -10,7 +10,8 @@ has three kinds of sources:
   ours; the delta's noise is then ``sqrt(2)`` times our standard error, and
   :func:`gap_table` calls a delta *beyond seed noise* when it exceeds twice that;
 * **known differences** between the paper's runs and ours: data we do not
-  have, details the paper leaves open and that we read one way (the FedStar
+  have, the baselines' code (the official repository ships Local and FedStar
+  only), details the paper leaves open and that we read one way (the FedStar
   digest's readings A2-A16), listed in :data:`KNOWN_DIFFERENCES` with the
   cells each one bears on;
 * anything else (hardware, library versions, an unknown detail of the
@@ -28,10 +29,11 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from fglcore.papers.fedstar_tables import table2_setting
+from fglcore.papers.fedstar_tables import BACKBONES, TABLE2_ROWS, table2_setting
 from fglcore.results import STD_DDOF
 
-__all__ = ["Difference", "KNOWN_DIFFERENCES", "differences_for", "gap_table", "legend", "report", "shifts", "systematic"]
+__all__ = ["Difference", "KNOWN_DIFFERENCES", "differences_for", "gap_table", "legend", "report", "shifts",
+           "systematic"]
 
 NOISE_FACTOR = 2.0
 """A delta is beyond seed noise when it exceeds this many standard errors of the difference of two cell means."""
@@ -67,8 +69,7 @@ def _set(*values: str) -> frozenset[str]:
 
 
 _CROSS_DOMAIN = _set("biochem", "biochemsn", "biosncv")
-_TABLE2_RECONSTRUCTED = _set(*(table2_setting(s, d) for s, d in
-                               (("All", False), ("None", False), ("All", True), ("None", True), ("FE", True))))
+_TABLE2_RECONSTRUCTED = _set(*(table2_setting(s, d) for s, d in TABLE2_ROWS if s != "SE"))  # "SE ✓" is FedStar
 
 KNOWN_DIFFERENCES: tuple[Difference, ...] = (
     Difference("no COLLAB", "COLLAB is not available offline: the setting runs without it, so our average has one "
@@ -104,8 +105,7 @@ KNOWN_DIFFERENCES: tuple[Difference, ...] = (
                tables=_set("4"), settings=_set("E=2", "E=3", "E=4")),
     Difference("A16", "a swapped backbone keeps its channel's activation (tanh on the structure channel) and "
                "dropout; the paper does not say", tables=_set("10"),
-               settings=_set(*(f"FE={f},SE={s}" for f in ("gcn", "gin", "sage") for s in ("gcn", "gin", "sage")
-                               if (f, s) != ("gin", "gcn")))),
+               settings=_set(*(f"FE={f},SE={s}" for f in BACKBONES for s in BACKBONES if (f, s) != ("gin", "gcn")))),
 )
 """What we know differs between the paper's runs and ours, from the FedStar digest (§5, §7.1, readings A2-A16)."""
 
@@ -182,7 +182,7 @@ def systematic(shift: pd.DataFrame) -> list:
 
 def report(comparison: pd.DataFrame, by: Sequence[str] = ("method",),
            known: Sequence[Difference] = KNOWN_DIFFERENCES) -> str:
-    """The notebooks' gap report as text: :func:`gap_table`, its :func:`legend`, :func:`shifts` and :func:`systematic`."""
+    """The notebooks' gap report as text: :func:`gap_table`, :func:`legend`, :func:`shifts`, :func:`systematic`."""
     gaps = gap_table(comparison, known)
     if gaps.empty:
         return "no cell of ours has a paper number to compare with under this profile"
