@@ -248,6 +248,50 @@ def comparison_bars(comparison: pd.DataFrame, ylabel: str = "accuracy (%)", titl
     return fig
 
 
+def delta_dots(gaps: pd.DataFrame, rows: str | Sequence[str] = "method", title: str | None = None) -> Figure:
+    """Ours minus the paper per cell, with the seed-noise bar, one panel per dataset.
+
+    ``gaps`` has columns ``dataset``, ``delta``, ``noise`` and
+    ``beyond_noise`` (:func:`fglcore.papers.fedstar_gaps.gap_table`) and the
+    ``rows`` columns, whose values label each cell (joined by spaces), with
+    the ``known`` differences in brackets where there is a ``known`` column.
+    A filled dot lies beyond the noise, a hollow one within it (or has no
+    noise estimate); the grey line is the paper.
+    """
+    rows = [rows] if isinstance(rows, str) else list(rows)
+    _require_columns(gaps, ["dataset", "delta", "noise", "beyond_noise", *rows], "delta_dots")
+    if gaps.empty:
+        raise ValueError("delta_dots: no cell to draw (the comparison has no cell of ours with a paper number)")
+    datasets = list(dict.fromkeys(gaps["dataset"]))
+    color = colors(1)[0]
+    with styled():
+        fig, axes = new_figure(1, len(datasets), sharey=False)  # one column: the labels are long
+        fig.set_figwidth(1.6 * FIGSIZE[0])
+        fig.set_figheight(sum(max(1.6, 0.3 * n) for n in gaps["dataset"].value_counts()) + 1.2)  # a line a cell
+        for ax, dataset in zip(axes, datasets):
+            cells = gaps[gaps["dataset"] == dataset].iloc[::-1]  # the first row on top
+            labels = [" ".join(str(v) for v in values if str(v)) for values in cells[rows].itertuples(index=False)]
+            if "known" in cells:
+                labels = [f"{label} [{known}]" if known != "—" else label
+                          for label, known in zip(labels, cells["known"])]
+            positions = np.arange(len(cells))
+            ax.axvline(0.0, color="0.5", linewidth=1)
+            ax.errorbar(cells["delta"], positions, xerr=cells["noise"].fillna(0.0), fmt="none", ecolor=color,
+                        capsize=3, alpha=0.6)
+            beyond = cells["beyond_noise"].eq(True).to_numpy()
+            ax.scatter(cells["delta"][beyond], positions[beyond], color=color, zorder=3, label="beyond seed noise")
+            ax.scatter(cells["delta"][~beyond], positions[~beyond], facecolors="white", edgecolors=color, zorder=3,
+                       label="within seed noise")
+            ax.set_yticks(positions, labels, fontsize="small")
+            ax.set_ylim(-0.5, len(cells) - 0.5)
+            ax.set_xlabel("ours − paper (points)")
+            ax.set_title(str(dataset))
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize="small")
+        if title:
+            fig.suptitle(title)
+    return fig
+
+
 def communication_bars(summary: pd.DataFrame, title: str = "Communication") -> Figure:
     """MiB sent, by direction, from a :meth:`~fglcore.fl.channel.Ledger.summary` table.
 

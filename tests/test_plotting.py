@@ -265,3 +265,22 @@ def test_partition_explorer_redraws_on_change(fake_data_modules, capsys):
     assert "Error" not in capsys.readouterr().out  # draw() reports failures as text
     with pytest.raises(ValueError, match="max_clients"):
         partition_explorer(["Toy"], ["modulo"], max_clients=1)
+
+
+def test_delta_dots_one_panel_per_dataset_filled_beyond_noise():
+    gaps = pd.DataFrame({
+        "dataset": ["chem", "chem", "biochem"], "method": ["fedavg", "fedstar", "fedavg"],
+        "setting": ["", "", ""], "delta": [-2.5, -0.5, 1.0], "noise": [1.0, 1.5, float("nan")],
+        "beyond_noise": [True, False, None], "known": ["code, A2", "—", "A12"],
+    })
+    fig = plotting.delta_dots(gaps, rows="method", title="gaps")
+    chem, biochem = [ax for ax in fig.axes if ax.get_visible()][:2]
+    assert chem.get_title() == "chem" and biochem.get_title() == "biochem"
+    assert [t.get_text() for t in chem.get_yticklabels()] == ["fedstar", "fedavg [code, A2]"]  # first row on top
+    filled, hollow = chem.collections[-2:]
+    assert filled.get_offsets().tolist() == [[-2.5, 1.0]] and hollow.get_offsets().tolist() == [[-0.5, 0.0]]
+    assert biochem.collections[-2].get_offsets().shape[0] == 0  # no noise estimate: hollow
+    with pytest.raises(ValueError, match="delta_dots"):
+        plotting.delta_dots(gaps.drop(columns="noise"))
+    with pytest.raises(ValueError, match="no cell"):
+        plotting.delta_dots(gaps.iloc[0:0])

@@ -260,6 +260,12 @@ comparison10.to_csv(out / "4_table10_comparison.csv", index=False)
 # NBVAL_CHECK_OUTPUT
 ablation_comparison = pd.concat([comparison2, comparison3, comparison4, comparison10], ignore_index=True)
 print(fedstar_gaps.report(ablation_comparison, by=("table", "method", "setting")))
+# %% [code]
+ablation_gaps = fedstar_gaps.gap_table(ablation_comparison)
+fig = plotting.delta_dots(ablation_gaps, rows=["table", "method", "setting"],
+                          title="Tables 2, 3, 4, 10: ours − paper (label: table, method, setting)")
+plotting.save_figure(fig, out / "4_gaps.png")
+display(fig)
 # %% [markdown]
 # ## 7. Report
 #
