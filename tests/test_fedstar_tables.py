@@ -140,6 +140,24 @@ def test_claim_holds_and_setting_parts():
     assert set(parts["FE"]) == {"gin"} and set(parts["SE"]) == {"gcn"}
 
 
+def test_claim_margin_is_judged_against_seed_noise():
+    # Population std over 5 seeds of 2.0 -> sample std sqrt(5), standard error 1.0; noise of a difference 2*sqrt(2).
+    cells = pd.DataFrame({"dataset": ["a", "a", "a", "b", "b", "b"], "method": ["fedstar", "local", "fedavg"] * 2,
+                          "mean": [72.0, 70.0, 60.0, 74.0, 70.0, 69.0], "std_of_mean": [2.0] * 6,
+                          "n_seeds": [5] * 6})
+    assert T.mean_standard_error(2.0, 5) == pytest.approx(1.0)
+    claims = T.claim_holds(cells, {"method": "fedstar"}, [{"method": "local"}, {"method": "fedavg"}])
+    claims = claims.set_index("dataset")
+    assert claims["holds"].to_dict() == {"a": True, "b": True}
+    assert claims["margin"].to_dict() == {"a": 2.0, "b": 4.0}  # against the best loser, Local
+    assert claims["beyond noise"].to_dict() == {"a": False, "b": True}  # 2 < 2.83 < 4
+    reversed_claim = T.claim_holds(cells, {"method": "local"}, [{"method": "fedstar"}]).set_index("dataset")
+    assert reversed_claim["holds"].to_dict() == {"a": False, "b": False}
+    assert reversed_claim["beyond noise"].to_dict() == {"a": False, "b": True}  # a clear failure in b
+    one_seed = T.claim_holds(cells.assign(n_seeds=1), {"method": "fedstar"}, [{"method": "local"}])
+    assert one_seed["beyond noise"].isna().all()
+
+
 def test_per_client_and_curve_rows_round_trip():
     config = ExperimentConfig.from_dict(T.table1_config("chem", "local", 4, members=["MUTAG", "PTC_MR"]))
     result = RunResult(

@@ -29,15 +29,10 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from fglcore.papers.fedstar_tables import BACKBONES, TABLE2_ROWS, table2_setting
-from fglcore.results import STD_DDOF
+from fglcore.papers.fedstar_tables import BACKBONES, NOISE_FACTOR, TABLE2_ROWS, mean_standard_error, table2_setting
 
 __all__ = ["Difference", "KNOWN_DIFFERENCES", "differences_for", "gap_table", "legend", "report", "shifts",
            "systematic"]
-
-NOISE_FACTOR = 2.0
-"""A delta is beyond seed noise when it exceeds this many standard errors of the difference of two cell means."""
-
 
 @dataclass(frozen=True)
 class Difference:
@@ -116,14 +111,6 @@ def differences_for(cell: Mapping[str, object],
     return [d for d in known if d.applies(cell)]
 
 
-def _standard_error(std_of_mean: float, n_seeds: int) -> float:
-    """Standard error of a cell mean from the std over seeds of the client average (taken with ``STD_DDOF``)."""
-    if n_seeds < 2 or pd.isna(std_of_mean):
-        return math.nan
-    sample_std = std_of_mean * math.sqrt((n_seeds - STD_DDOF) / (n_seeds - 1))
-    return sample_std / math.sqrt(n_seeds)
-
-
 def gap_table(comparison: pd.DataFrame, known: Sequence[Difference] = KNOWN_DIFFERENCES) -> pd.DataFrame:
     """Every compared cell with its delta, the seed noise on it and the known differences, largest ``|delta|`` first.
 
@@ -138,7 +125,7 @@ def gap_table(comparison: pd.DataFrame, known: Sequence[Difference] = KNOWN_DIFF
     """
     rows = []
     for _, cell in comparison.dropna(subset=["ours_mean"]).iterrows():
-        noise = NOISE_FACTOR * math.sqrt(2.0) * _standard_error(cell["ours_std_of_mean"], int(cell["n_seeds"]))
+        noise = NOISE_FACTOR * math.sqrt(2.0) * mean_standard_error(cell["ours_std_of_mean"], int(cell["n_seeds"]))
         rows.append({"table": cell["table"], "dataset": cell["dataset"], "method": cell["method"],
                      "setting": cell["setting"], "paper": cell["paper_mean"], "ours": cell["ours_mean"],
                      "delta": cell["delta"], "noise": noise,

@@ -338,6 +338,8 @@ def table1_configs(settings: Iterable[str], methods: Iterable[str], seeds: Itera
 CELL_LABELS = ["table", "dataset", "num_clients", "method", "model", "setting"]
 """Columns that name one table cell of ours."""
 CELL_COLUMNS = [*CELL_LABELS, "mean", "std", "std_of_mean", "n_seeds", "n_clients"]
+NOISE_FACTOR = 2.0
+"""A difference of two cell means is beyond seed noise when it exceeds this many standard errors of it."""
 
 
 def client_std(values: pd.Series) -> float:
@@ -526,28 +528,54 @@ def fedavg_readings(comparison: pd.DataFrame) -> pd.DataFrame:
     return frame.round(2)
 
 
+def mean_standard_error(std_of_mean: float, n_seeds: int) -> float:
+    """Standard error of a cell mean from the std over seeds of its client average (taken with ``STD_DDOF``).
+
+    NaN with fewer than two seeds, or without a std.
+    """
+    from fglcore.results import STD_DDOF
+
+    if n_seeds < 2 or pd.isna(std_of_mean):
+        return math.nan
+    sample_std = std_of_mean * math.sqrt((n_seeds - STD_DDOF) / (n_seeds - 1))
+    return sample_std / math.sqrt(n_seeds)
+
+
 def claim_holds(cells: pd.DataFrame, winner: Mapping[str, Any], losers: Sequence[Mapping[str, Any]],
                 per: str = "dataset") -> pd.DataFrame:
     """Whether ``winner``'s cell mean beats every loser's, per ``per`` value, on :func:`paper_cells` cells.
 
     Participants are mappings of cell labels (``{"method": "fedstar"}``,
     ``{"method": "fedstar", "setting": "share=SE,DC=yes"}``). Returns one row
-    per group with ``holds`` (``None`` where a participant is missing) and
-    the means compared.
+    per group with ``holds`` (``None`` where a participant is missing), the
+    means compared, the ``margin`` (winner minus best loser) and whether the
+    verdict is ``beyond noise``: ``|margin|`` exceeds :data:`NOISE_FACTOR`
+    standard errors of the difference of the two cell means
+    (:func:`mean_standard_error` of each; ``None`` without ``std_of_mean``
+    and ``n_seeds`` for both, or with fewer than two seeds).
     """
-    def pick(spec: Mapping[str, Any], group: pd.DataFrame) -> float:
+    def pick(spec: Mapping[str, Any], group: pd.DataFrame) -> tuple[float, float]:
         rows = group
         for key, value in spec.items():
             rows = rows[rows[key].astype(str) == str(value)]
-        return float(rows["mean"].iloc[0]) if len(rows) else math.nan
+        if not len(rows):
+            return math.nan, math.nan
+        row = rows.iloc[0]
+        seeds = row.get("n_seeds", math.nan)
+        return float(row["mean"]), mean_standard_error(row.get("std_of_mean", math.nan),
+                                                       0 if pd.isna(seeds) else int(seeds))
 
     out = []
     for key, group in cells.groupby(per, sort=False):
-        w = pick(winner, group)
-        ls = [pick(spec, group) for spec in losers]
-        holds = None if math.isnan(w) or any(math.isnan(v) for v in ls) else all(w > v for v in ls)
-        out.append({per: key, "holds": holds, "winner": round(w, 2),
-                    "best loser": round(max(ls), 2) if ls and not any(math.isnan(v) for v in ls) else math.nan})
+        w, w_error = pick(winner, group)
+        picked = [pick(spec, group) for spec in losers]
+        complete = bool(picked) and not math.isnan(w) and not any(math.isnan(mean) for mean, _ in picked)
+        best, best_error = max(picked) if complete else (math.nan, math.nan)
+        margin = w - best
+        noise = NOISE_FACTOR * math.hypot(w_error, best_error)
+        out.append({per: key, "holds": bool(margin > 0) if complete else None, "winner": round(w, 2),
+                    "best loser": round(best, 2), "margin": round(margin, 2),
+                    "beyond noise": None if math.isnan(noise) or not complete else bool(abs(margin) > noise)})
     return pd.DataFrame(out)
 
 

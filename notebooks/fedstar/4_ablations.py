@@ -109,7 +109,9 @@ comparison2.to_csv(out / "4_table2_comparison.csv", index=False)
 # The paper's claims: sharing only the structure encoder is best; sharing
 # the feature encoder or everything is worse than not sharing at all (with
 # the decoupled model); decoupling helps both without sharing and with full
-# sharing.
+# sharing. As in the results notebook, `margin` is the winner's lead over
+# the best loser and `beyond noise` whether it exceeds twice the standard
+# error of the difference of the two cell means (seed noise).
 # %% [code]
 # NBVAL_CHECK_OUTPUT
 label = T.table2_setting
