@@ -29,7 +29,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from fglcore.papers.fedstar_tables import BACKBONES, NOISE_FACTOR, TABLE2_ROWS, mean_standard_error, table2_setting
+from fglcore.papers.fedstar_tables import BACKBONES, TABLE2_ROWS, difference_noise, mean_standard_error, table2_setting
 
 __all__ = ["Difference", "KNOWN_DIFFERENCES", "differences_for", "gap_table", "legend", "report", "shifts",
            "systematic"]
@@ -117,15 +117,17 @@ def gap_table(comparison: pd.DataFrame, known: Sequence[Difference] = KNOWN_DIFF
     ``comparison`` is :func:`~fglcore.papers.fedstar_tables.compare_cells`'s
     output (its ``ours_std_of_mean`` and ``n_seeds`` give the noise). Columns:
     the cell's labels, ``paper``, ``ours``, ``delta``, ``noise`` (the delta
-    beyond which it is not seed noise: :data:`NOISE_FACTOR` times
-    ``sqrt(2)`` times our cell mean's standard error; NaN with fewer than two
-    seeds), ``beyond_noise`` (None where ``noise`` is NaN), ``status`` and
+    beyond which it is not seed noise:
+    :func:`~fglcore.papers.fedstar_tables.difference_noise` of two cell means
+    with our cell mean's standard error each; NaN with fewer than two seeds),
+    ``beyond_noise`` (None where ``noise`` is NaN), ``status`` and
     ``known`` (the keys of the differences that bear on it, see :func:`legend`).
     Cells we did not run are left out.
     """
     rows = []
     for _, cell in comparison.dropna(subset=["ours_mean"]).iterrows():
-        noise = NOISE_FACTOR * math.sqrt(2.0) * mean_standard_error(cell["ours_std_of_mean"], int(cell["n_seeds"]))
+        error = mean_standard_error(cell["ours_std_of_mean"], int(cell["n_seeds"]))
+        noise = difference_noise(error, error)  # the paper's cell assumed to wobble as much as ours
         rows.append({"table": cell["table"], "dataset": cell["dataset"], "method": cell["method"],
                      "setting": cell["setting"], "paper": cell["paper_mean"], "ours": cell["ours_mean"],
                      "delta": cell["delta"], "noise": noise,

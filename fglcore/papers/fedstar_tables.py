@@ -541,6 +541,12 @@ def mean_standard_error(std_of_mean: float, n_seeds: int) -> float:
     return sample_std / math.sqrt(n_seeds)
 
 
+def difference_noise(error_a: float, error_b: float) -> float:
+    """The difference of two cell means with standard errors ``error_a`` and ``error_b`` beyond which it is
+    not seed noise: :data:`NOISE_FACTOR` standard errors of the difference (NaN if either is NaN)."""
+    return NOISE_FACTOR * math.hypot(error_a, error_b)
+
+
 def claim_holds(cells: pd.DataFrame, winner: Mapping[str, Any], losers: Sequence[Mapping[str, Any]],
                 per: str = "dataset") -> pd.DataFrame:
     """Whether ``winner``'s cell mean beats every loser's, per ``per`` value, on :func:`paper_cells` cells.
@@ -549,9 +555,9 @@ def claim_holds(cells: pd.DataFrame, winner: Mapping[str, Any], losers: Sequence
     ``{"method": "fedstar", "setting": "share=SE,DC=yes"}``). Returns one row
     per group with ``holds`` (``None`` where a participant is missing), the
     means compared, the ``margin`` (winner minus best loser) and whether the
-    verdict is ``beyond noise``: ``|margin|`` exceeds :data:`NOISE_FACTOR`
-    standard errors of the difference of the two cell means
-    (:func:`mean_standard_error` of each; ``None`` without ``std_of_mean``
+    verdict is ``beyond noise``: ``|margin|`` exceeds the
+    :func:`difference_noise` of the two cell means (from the
+    :func:`mean_standard_error` of each; ``None`` without ``std_of_mean``
     and ``n_seeds`` for both, or with fewer than two seeds).
     """
     def pick(spec: Mapping[str, Any], group: pd.DataFrame) -> tuple[float, float]:
@@ -572,7 +578,7 @@ def claim_holds(cells: pd.DataFrame, winner: Mapping[str, Any], losers: Sequence
         complete = bool(picked) and not math.isnan(w) and not any(math.isnan(mean) for mean, _ in picked)
         best, best_error = max(picked) if complete else (math.nan, math.nan)
         margin = w - best
-        noise = NOISE_FACTOR * math.hypot(w_error, best_error)
+        noise = difference_noise(w_error, best_error)
         out.append({per: key, "holds": bool(margin > 0) if complete else None, "winner": round(w, 2),
                     "best loser": round(best, 2), "margin": round(margin, 2),
                     "beyond noise": None if math.isnan(noise) or not complete else bool(abs(margin) > noise)})
