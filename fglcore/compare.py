@@ -457,10 +457,11 @@ def _group_label(per: Sequence[str], key: tuple) -> str:
     return ", ".join(f"{c}={v}" for c, v in zip(per, key)) if per else "all"
 
 
-def _participant_mean(rows: pd.DataFrame, spec: Mapping[str, Any], per: Sequence[str], what: str) -> float | None:
+def _participant_rows(rows: pd.DataFrame, spec: Mapping[str, Any], per: Sequence[str], what: str) -> pd.DataFrame:
+    """One participant's rows of a claim's group, one run per seed; empty when it has none."""
     own = _select(rows, spec)
     if own.empty:
-        return None
+        return own
     free = [c for c in CLAIM_GROUP_COLUMNS if c not in per and c not in spec]
     if len(own[free].drop_duplicates()) > 1:
         raise ValueError(
@@ -468,16 +469,31 @@ def _participant_mean(rows: pd.DataFrame, spec: Mapping[str, Any], per: Sequence
             "add those columns to the claim's 'per' or fix them in the claim"
         )
     _check_one_run_per_seed(own, f"{what}, {_participant_label(spec)}")
-    return float(own["value"].astype(float).mean())
+    return own
+
+
+def _seed_list(seeds: set) -> str:
+    return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, sorted(seeds)))}"
 
 
 def _check_group(rows: pd.DataFrame, claim: Mapping[str, Any], what: str) -> tuple[bool | None, str]:
+    """A claim's verdict in one group, or ``None`` with the reason when a participant lacks rows or seeds.
+
+    Participants are compared only on the same seeds: a cell with fewer
+    seeds than the others (a sweep still running) gives no verdict.
+    """
     better = (lambda a, b: a > b) if claim["direction"] == "higher" else (lambda a, b: a < b)
-    winner = _participant_mean(rows, claim["winner"], claim["per"], what)
-    losers = [(spec, _participant_mean(rows, spec, claim["per"], what)) for spec in claim["losers"]]
-    absent = [_participant_label(s) for s, m in [(claim["winner"], winner), *losers] if m is None]
+    specs = [claim["winner"], *claim["losers"]]
+    own = [_participant_rows(rows, spec, claim["per"], what) for spec in specs]
+    absent = [_participant_label(s) for s, r in zip(specs, own) if r.empty]
     if absent:
         return None, f"no rows for {', '.join(absent)}"
+    seeds = [set(r["seed"].tolist()) for r in own]
+    if any(s != seeds[0] for s in seeds[1:]):
+        listed = "; ".join(f"{_participant_label(spec)} {_seed_list(s)}" for spec, s in zip(specs, seeds))
+        return None, f"participants ran different seeds ({listed}); compared only once all have the same seeds"
+    winner, *means = [float(r["value"].astype(float).mean()) for r in own]
+    losers = list(zip(claim["losers"], means))
     best_spec, best = losers[0]
     for spec, mean in losers[1:]:
         if better(mean, best):
@@ -492,7 +508,8 @@ def check_claims(results: pd.DataFrame, paper: Mapping[str, Any] | str | os.Path
 
     One row per claim and group of its ``per`` columns, then one row with
     group ``overall``; columns :data:`CLAIM_COLUMNS`. ``holds`` is ``True``,
-    ``False`` or ``None`` (data missing); ``detail`` gives the numbers.
+    ``False`` or ``None`` (data missing: a participant without rows, or
+    participants with different seeds); ``detail`` gives the numbers.
     """
     paper = _paper_dict(paper)
     ours = _rows_of_paper(results, paper["paper"])

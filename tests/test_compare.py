@@ -135,7 +135,8 @@ CLAIM = {"id": "spray_wins", "text": "FedSpray beats the baselines", "table": "2
 
 def test_claim_holds_fails_and_lacks_data_per_group():
     results = frame(
-        cell("fedspray", [84.0, 84.2], dataset="Cora"), cell("local", [80.0], dataset="Cora"), cell("fedavg", [82.3], dataset="Cora"),
+        cell("fedspray", [84.0, 84.2], dataset="Cora"), cell("local", [80.0, 80.0], dataset="Cora"),
+        cell("fedavg", [82.3, 82.3], dataset="Cora"),
         cell("fedspray", [70.0], dataset="CiteSeer"), cell("local", [71.0], dataset="CiteSeer"), cell("fedavg", [60.0], dataset="CiteSeer"),
         cell("fedspray", [90.0], dataset="PubMed"), cell("local", [80.0], dataset="PubMed"),
     )
@@ -148,6 +149,19 @@ def test_claim_holds_fails_and_lacks_data_per_group():
     assert rows.loc["dataset=PubMed", "holds"] is None and "no rows for fedavg" in rows.loc["dataset=PubMed", "detail"]
     assert rows.loc["overall", "holds"] is False
     assert rows.loc["overall", "detail"] == "holds in 1 of 2 groups with data; 1 group without data"
+
+
+def test_claim_waits_until_every_participant_has_the_same_seeds():
+    partial = frame(cell("fedspray", [84.0, 84.2, 83.0], dataset="Cora"), cell("local", [80.0, 90.0], dataset="Cora"),
+                    cell("fedavg", [82.3, 82.3, 82.3], dataset="Cora"))
+    rows = check_claims(partial, paper(claims=[CLAIM])).set_index("group")
+    assert rows.loc["dataset=Cora", "holds"] is None
+    assert rows.loc["dataset=Cora", "detail"] == (
+        "participants ran different seeds (fedspray seeds 0, 1, 2; local seeds 0, 1; fedavg seeds 0, 1, 2); "
+        "compared only once all have the same seeds")
+    assert rows.loc["overall", "holds"] is None
+    finished = frame(cell("fedspray", [84.0, 84.2, 83.0]), cell("local", [80.0, 90.0, 80.0]), cell("fedavg", [82.3] * 3))
+    assert check_claims(finished, paper(claims=[CLAIM])).set_index("group").loc["dataset=Cora", "holds"] is True
 
 
 def test_claim_overall_true_lower_is_better_and_missing():

@@ -156,6 +156,10 @@ def test_claim_margin_is_judged_against_seed_noise():
     assert reversed_claim["beyond noise"].to_dict() == {"a": False, "b": True}  # a clear failure in b
     one_seed = T.claim_holds(cells.assign(n_seeds=1), {"method": "fedstar"}, [{"method": "local"}])
     assert one_seed["beyond noise"].isna().all()
+    unfinished = cells.assign(n_seeds=[2, 5, 5, 5, 5, 5])  # FedStar in a: 2 of 5 seeds stored so far
+    partial = T.claim_holds(unfinished, {"method": "fedstar"}, [{"method": "local"}]).set_index("dataset")
+    assert partial["holds"].to_dict() == {"a": None, "b": True}
+    assert partial["beyond noise"].to_dict() == {"a": None, "b": True}
 
 
 def test_per_client_and_curve_rows_round_trip():

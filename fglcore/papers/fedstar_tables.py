@@ -553,30 +553,32 @@ def claim_holds(cells: pd.DataFrame, winner: Mapping[str, Any], losers: Sequence
 
     Participants are mappings of cell labels (``{"method": "fedstar"}``,
     ``{"method": "fedstar", "setting": "share=SE,DC=yes"}``). Returns one row
-    per group with ``holds`` (``None`` where a participant is missing), the
+    per group with ``holds`` (``None`` where a participant is missing or
+    has a different number of seeds than the winner), the
     means compared, the ``margin`` (winner minus best loser) and whether the
     verdict is ``beyond noise``: ``|margin|`` exceeds the
     :func:`difference_noise` of the two cell means (from the
     :func:`mean_standard_error` of each; ``None`` without ``std_of_mean``
     and ``n_seeds`` for both, or with fewer than two seeds).
     """
-    def pick(spec: Mapping[str, Any], group: pd.DataFrame) -> tuple[float, float]:
+    def pick(spec: Mapping[str, Any], group: pd.DataFrame) -> tuple[float, float, int]:
         rows = group
         for key, value in spec.items():
             rows = rows[rows[key].astype(str) == str(value)]
         if not len(rows):
-            return math.nan, math.nan
+            return math.nan, math.nan, 0
         row = rows.iloc[0]
         seeds = row.get("n_seeds", math.nan)
-        return float(row["mean"]), mean_standard_error(row.get("std_of_mean", math.nan),
-                                                       0 if pd.isna(seeds) else int(seeds))
+        seeds = 0 if pd.isna(seeds) else int(seeds)
+        return float(row["mean"]), mean_standard_error(row.get("std_of_mean", math.nan), seeds), seeds
 
     out = []
     for key, group in cells.groupby(per, sort=False):
-        w, w_error = pick(winner, group)
+        w, w_error, w_seeds = pick(winner, group)
         picked = [pick(spec, group) for spec in losers]
-        complete = bool(picked) and not math.isnan(w) and not any(math.isnan(mean) for mean, _ in picked)
-        best, best_error = max(picked) if complete else (math.nan, math.nan)
+        complete = (bool(picked) and not math.isnan(w)
+                    and all(not math.isnan(mean) and seeds == w_seeds for mean, _, seeds in picked))
+        best, best_error, _ = max(picked) if complete else (math.nan, math.nan, 0)
         margin = w - best
         noise = difference_noise(w_error, best_error)
         out.append({per: key, "holds": bool(margin > 0) if complete else None, "winner": round(w, 2),
