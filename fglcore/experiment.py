@@ -7,7 +7,8 @@
 * :func:`grid` expands axes into validated configurations;
   :func:`sweep` runs them into a :class:`~fglcore.results.ResultStore`,
   writing each finished configuration at once, so an interrupted sweep
-  resumes where it stopped and never stores a configuration twice.
+  resumes where it stopped and never stores a configuration twice;
+  :func:`stored_rows` previews a sweep still running elsewhere.
 * :func:`summarize` gives the mean ± std over seeds (population std, as in
   :mod:`fglcore.compare`).
 
@@ -19,6 +20,7 @@ Example::
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import time
@@ -38,8 +40,8 @@ from fglcore.fl.engine import RunResult
 from fglcore.results import RUN_LABEL_KEYS, ResultStore, config_id, rows_from_result, run_id, summarize
 from fglcore.runlog import SweepLog
 
-__all__ = ["as_config", "run", "run_full", "grid", "sweep", "summarize", "request_stop", "withdraw_stop",
-           "SweepStopped"]
+__all__ = ["as_config", "run", "run_full", "grid", "sweep", "stored_rows", "summarize", "request_stop",
+           "withdraw_stop", "SweepStopped"]
 
 
 def as_config(config: ExperimentConfig | Mapping[str, Any]) -> ExperimentConfig:
@@ -315,3 +317,44 @@ def sweep(
     rows = store.read()
     wanted = {config_id(c) for c in configs}
     return rows[rows["config_id"].isin(wanted)].reset_index(drop=True)
+
+
+def stored_rows(
+    configs: Iterable[ExperimentConfig | Mapping[str, Any]],
+    path: str | os.PathLike[str],
+    *,
+    desc: str = "sweep",
+    per_client: bool = False,
+    curve: bool = False,
+) -> pd.DataFrame:
+    """The rows :func:`sweep` would return, from what is stored so far, computing nothing.
+
+    A preview of a sweep that is still running elsewhere (another session,
+    ``fgl run --workers``): nothing is computed, claimed or written. A
+    configuration counts when it is stored with the families of rows asked
+    for, or when the same computation is stored under other labels (copied
+    in memory, as :func:`sweep` would copy it). Only whole cells come back:
+    configurations that differ only in their seed come all or not at all, so
+    no table mixes means over different seeds. Prints how many runs and
+    cells are there.
+    """
+    configs = list(dict((config_id(c), c) for c in map(as_config, configs)).values())
+    store = ResultStore(path)
+    rows = store.read()
+    done = _done_ids(store, per_client=per_client, curve=curve)
+    computed = {rid: cid for cid, rid in store.run_ids().items() if cid in done}
+    found: dict[str, list[dict[str, Any]]] = {}
+    for config in configs:
+        cid, rid = config_id(config), run_id(config)
+        if cid in done:
+            found[cid] = rows[rows["config_id"] == cid].to_dict("records")
+        elif rid in computed:
+            found[cid] = _relabelled(rows, computed[rid], config, per_client=per_client, curve=curve)
+    cells: dict[str, list[str]] = {}
+    for config in configs:
+        cells.setdefault(config_id(dataclasses.replace(config, seed=0)), []).append(config_id(config))
+    whole = [ids for ids in cells.values() if all(cid in found for cid in ids)]
+    print(f"{desc}: preview, {len(found)} of {len(configs)} runs stored; "
+          f"{len(whole)} of {len(cells)} cells have every seed and are shown")
+    kept = [row for ids in whole for cid in ids for row in found[cid]]
+    return pd.DataFrame(kept, columns=rows.columns).reset_index(drop=True)

@@ -158,6 +158,21 @@ def test_sweep_copies_a_run_stored_under_other_labels_instead_of_running_it(fake
     assert experiment.sweep(configs2, path, progress=False).equals(table2) and len(FakeAlgorithm.calls) == 3
 
 
+def test_a_preview_shows_whole_cells_of_what_is_stored_and_computes_nothing(fake_stack, tmp_path, capsys):
+    path = tmp_path / "r.csv"
+    experiment.sweep(experiment.grid({**BASE, "table": "1"}, seed=[0, 1]), path, progress=False)
+    experiment.sweep(experiment.grid({**BASE, "table": "2", "lr": 0.1}, seed=[0]), path, progress=False)
+    stored_before, calls_before = ResultStore(path).read(), list(FakeAlgorithm.calls)
+    configs = (experiment.grid({**BASE, "table": "2", "setting": "SE"}, seed=[0, 1])  # both seeds stored as table 1
+               + experiment.grid({**BASE, "table": "2", "lr": 0.1}, seed=[0, 1]))  # seed 1 missing
+    preview = experiment.stored_rows(configs, path, desc="Table 2")
+    assert FakeAlgorithm.calls == calls_before and ResultStore(path).read().equals(stored_before)
+    assert set(preview["config_id"]) == {config_id(c) for c in configs[:2]}
+    assert set(preview["setting"]) == {"SE"} and set(preview["table"]) == {"2"}
+    assert "Table 2: preview, 3 of 4 runs stored; 1 of 2 cells have every seed and are shown" in capsys.readouterr().out
+    assert experiment.stored_rows(configs[2:], tmp_path / "empty.csv").empty
+
+
 def test_sweep_logs_each_computed_run_with_the_runs_left(fake_stack, tmp_path):
     path = tmp_path / "r.csv"
     experiment.sweep(experiment.grid({**BASE, "table": "1"}, seed=[0]), path, progress=False)

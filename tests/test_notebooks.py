@@ -1,4 +1,6 @@
 """Every notebook runs under the smoke profile and reproduces the committed smoke results."""
+import re
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -51,3 +53,23 @@ def test_notebook_runs_under_smoke_and_matches_committed(notebook, tmp_path):
     assert (merged["_merge"] == "both").all(), merged[merged["_merge"] != "both"]
     diff = (merged["value_committed"] - merged["value_now"]).abs()
     assert diff.max() <= 1e-6, merged[diff > 1e-6]
+
+
+def test_the_fedstar_ablations_preview_computes_nothing(tmp_path):
+    """``run_missing=False`` renders the stored cells of a sweep still running elsewhere and stores nothing."""
+    stored = ResultStore(COMMITTED / "fedstar" / "results.csv").read()
+    fedstar_table2 = (stored["table"] == "2") & (stored["method"] == "fedstar")
+    dropped = stored[fedstar_table2 & (stored["seed"] == stored.loc[fedstar_table2, "seed"].max())]
+    shutil.copy(COMMITTED / "fedstar" / "results.runs.csv", tmp_path)  # run ids: Table 1's runs are shared
+    stored.drop(dropped.index).to_csv(tmp_path / "results.csv", index=False)
+    before = (tmp_path / "results.csv").read_bytes()
+    notebook = paths.repo_root() / "notebooks" / "fedstar" / "4_ablations.ipynb"
+    executed = notebooks.execute(notebook, "smoke", {"run_missing": False}, out_dir=tmp_path, progress=False)
+    assert (tmp_path / "results.csv").read_bytes() == before
+    text = "".join(o.get("text", "") for c in nbformat.read(str(executed), as_version=4).cells
+                   for o in c.get("outputs", []))
+    assert "PREVIEW: nothing is computed" in text
+    runs, asked, cells, all_cells = map(int, re.search(
+        r"Table 2: preview, (\d+) of (\d+) runs stored; (\d+) of (\d+) cells", text).groups())
+    assert runs < asked and 0 < cells < all_cells  # the seed dropped above hides its cell
+    assert "Table 10: preview, " in text

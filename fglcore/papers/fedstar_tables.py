@@ -446,6 +446,11 @@ def format_cell(mean: float, std: float | None) -> str:
     return f"{mean:.2f}" if std is None or pd.isna(std) else f"{mean:.2f} ± {std:.2f}"
 
 
+def _two_levels(columns: pd.Index) -> pd.MultiIndex:
+    """``(setting, field)`` column tuples as a MultiIndex; empty when no cell is there yet (a preview)."""
+    return pd.MultiIndex.from_tuples(columns) if len(columns) else pd.MultiIndex.from_arrays([[], []])
+
+
 def side_by_side(comparison: pd.DataFrame, rows: str = "method", columns: str = "dataset",
                  row_labels: Mapping[str, str] | None = None,
                  column_labels: Mapping[str, str] | None = None) -> pd.DataFrame:
@@ -462,7 +467,7 @@ def side_by_side(comparison: pd.DataFrame, rows: str = "method", columns: str = 
         cell[(col, "Δ")] = "—" if pd.isna(r["delta"]) else f"{r['delta']:+.2f}"
         cell[(col, "status")] = r["status"]
     frame = pd.DataFrame.from_dict(out, orient="index")
-    frame.columns = pd.MultiIndex.from_tuples(frame.columns)
+    frame.columns = _two_levels(frame.columns)
     return frame
 
 
@@ -487,7 +492,7 @@ def ours_table(cells: pd.DataFrame, rows: str = "method", columns: str = "datase
             row[(col, "gain")] = "–" if c[rows] == gain_over or pd.isna(c["gain"]) else f"{c['gain']:+.2f}"
     frame = pd.DataFrame.from_dict(out, orient="index")
     frame = frame.reindex([row_labels.get(r, str(r)) for r in order if row_labels.get(r, str(r)) in out])
-    frame.columns = pd.MultiIndex.from_tuples(frame.columns)
+    frame.columns = _two_levels(frame.columns)
     return frame
 
 
