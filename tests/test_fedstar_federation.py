@@ -13,6 +13,7 @@ from fglcore.data.partition import partition_graphs, rand_chunks
 from fglcore.data.splits import graph_split_indices
 from fglcore.data.structure import StructureEncoding, structure_encodings
 from fglcore.papers import fedstar_tables as T
+from fglcore.results import run_id
 
 
 def official_rand_chunk(num_graphs: int, num_client: int, seed: int) -> list[list[int]]:
@@ -79,6 +80,23 @@ def test_figure4_federation_records_unstratified_shards():
     assert len(frame) == 12 and frame["graphs"].sum() == 188
     assert (~frame["stratified"]).any()  # MUTAG / 12 = 15-16 graphs per shard
     assert (frame["train"] + frame["val"] + frame["test"] == frame["graphs"]).all()
+
+
+def test_one_shard_per_dataset_is_table1s_federation_so_figure4_copies_its_runs():
+    members = ["MUTAG", "PTC_MR"]
+    table1 = ExperimentConfig.from_dict(T.table1_config("chem", "gcfl", 2, members=members))
+    one_shard = ExperimentConfig.from_dict(T.figure4_config("gcfl", 1, 2, members=members))
+    assert run_id(one_shard) == run_id(table1) and one_shard.setting == "shards=1" and one_shard.table == "fig4"
+    # figure4_config's shortcut holds: cutting every dataset into one chunk gives Table 1's clients, bit for bit
+    chunked = build_federation(one_shard.replace(partition="dataset_chunks", partition_seed=T.FIGURE4_PARTITION_SEED,
+                                                 partition_options={**one_shard.partition_options,
+                                                                    "small_split": "random"}))
+    for ours, theirs in zip(chunked.clients, build_federation(table1).clients, strict=True):
+        assert ours.dataset == theirs.dataset and len(ours.graphs) == len(theirs.graphs)
+        for key in ("train_idx", "val_idx", "test_idx"):
+            assert torch.equal(getattr(ours, key), getattr(theirs, key))
+        assert all(torch.equal(a.x, b.x) and torch.equal(a.edge_index, b.edge_index) and torch.equal(a.y, b.y)
+                   for a, b in zip(ours.graphs, theirs.graphs))
 
 
 def test_structure_input_appends_the_cached_structure_embedding():

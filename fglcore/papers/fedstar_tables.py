@@ -303,14 +303,21 @@ def figure4_config(method: str, num_shards: int, seed: int, *, setting: str = "c
     with the official data seed 123; shards too small to stratify fall back
     to a random split (``small_split="random"``), recorded on the
     federation's clients (reading A14, :func:`split_fallbacks`).
+
+    One shard of a dataset is all of it, in order, split as in Table 1: at
+    ``num_shards=1`` the federation is Table 1's bit for bit (tested), so
+    the point is configured as Table 1's partition and a sweep copies
+    Table 1's runs instead of repeating them.
     """
     if method not in FIGURE4_METHODS:
         raise ConfigError(f"method: {method!r} is not in Figure 4; accepted: {', '.join(FIGURE4_METHODS)}")
     config = {**_base(setting, "fig4", seed, members, (), num_shards), **method_config(setting, method)}
+    config["setting"] = f"shards={num_shards}"
+    if num_shards == 1:
+        return _merge(config, overrides)
     config["partition"] = "dataset_chunks"
     config["partition_options"] = {**config["partition_options"], "small_split": "random"}
     config["partition_seed"] = FIGURE4_PARTITION_SEED
-    config["setting"] = f"shards={num_shards}"
     return _merge(config, overrides)
 
 
