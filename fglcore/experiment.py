@@ -20,7 +20,6 @@ Example::
 """
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import os
 import time
@@ -338,23 +337,22 @@ def stored_rows(
     no table mixes means over different seeds. Prints how many runs and
     cells are there.
     """
-    configs = list(dict((config_id(c), c) for c in map(as_config, configs)).values())
+    todo = {config_id(c): c for c in map(as_config, configs)}
     store = ResultStore(path)
     rows = store.read()
     done = _done_ids(store, per_client=per_client, curve=curve)
     computed = {rid: cid for cid, rid in store.run_ids().items() if cid in done}
     found: dict[str, list[dict[str, Any]]] = {}
-    for config in configs:
-        cid, rid = config_id(config), run_id(config)
+    cells: dict[str, list[str]] = {}
+    for cid, config in todo.items():
+        rid = run_id(config)
         if cid in done:
             found[cid] = rows[rows["config_id"] == cid].to_dict("records")
         elif rid in computed:
             found[cid] = _relabelled(rows, computed[rid], config, per_client=per_client, curve=curve)
-    cells: dict[str, list[str]] = {}
-    for config in configs:
-        cells.setdefault(config_id(dataclasses.replace(config, seed=0)), []).append(config_id(config))
+        cells.setdefault(config_id(config.replace(seed=0)), []).append(cid)
     whole = [ids for ids in cells.values() if all(cid in found for cid in ids)]
-    print(f"{desc}: preview, {len(found)} of {len(configs)} runs stored; "
+    print(f"{desc}: preview, {len(found)} of {len(todo)} runs stored; "
           f"{len(whole)} of {len(cells)} cells have every seed and are shown")
     kept = [row for ids in whole for cid in ids for row in found[cid]]
     return pd.DataFrame(kept, columns=rows.columns).reset_index(drop=True)
