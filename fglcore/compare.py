@@ -35,7 +35,8 @@ A paper's reported numbers and qualitative claims live in
   (``dataset``, ``partition``, ``num_clients``, ``model``, ``setting``);
 * optional: ``per`` (label columns the claim is checked separately for,
   default ``[]``: once over everything), ``direction`` (``higher``, the
-  default, or ``lower`` when less is better, e.g. bytes), the filters
+  default, or ``lower`` when less is better, e.g. bytes), ``beyond_noise``
+  (bool, default false: the claim says "by a notable margin"), the filters
   ``dataset``, ``partition``, ``num_clients``, ``model``, ``setting``, and
   ``note``.
 
@@ -56,6 +57,9 @@ or ``missing`` if we have no rows for the entry.
 
 A claim holds in a group when the winner's mean beats (strictly) every
 loser's mean; it is ``None`` there when the winner or a loser has no rows.
+With ``beyond_noise`` it must beat each by more than seed noise: the
+margin must exceed :func:`fglcore.results.difference_noise` of the two
+means' standard errors over seeds (``None`` with fewer than two seeds).
 The overall row of a claim is ``False`` if it fails in any group, ``None``
 if no group has all its data, and ``True`` otherwise (its detail says how
 many groups were checked and how many lacked data).
@@ -72,7 +76,8 @@ import yaml
 
 from fglcore import paths
 from fglcore.registry import unknown_name_message
-from fglcore.results import LABEL_COLUMNS, RESULT_COLUMNS, STD_DDOF, write_csv_atomic
+from fglcore.results import (LABEL_COLUMNS, RESULT_COLUMNS, STD_DDOF, difference_noise, mean_standard_error,
+                             write_csv_atomic)
 
 DEFAULT_TOLERANCE = 1.5
 """Smallest tolerance, in points: seeds, library versions and hardware move results by about this much."""
@@ -122,6 +127,7 @@ CLAIM_FIELDS: dict[str, tuple[bool, str]] = {
     "losers": (True, "participants"),
     "per": (False, "label list"),
     "direction": (False, "direction"),
+    "beyond_noise": (False, "bool"),
     "dataset": (False, "str"),
     "partition": (False, "str"),
     "num_clients": (False, "int"),
@@ -192,6 +198,9 @@ def _check_field(where: str, name: str, value: Any, kind: str) -> Any:
     elif kind == "positive number":
         if is_number and value > 0:
             return float(value)
+    elif kind == "bool":
+        if isinstance(value, bool):
+            return value
     elif kind == "direction":
         if value in DIRECTIONS:
             return value
@@ -297,6 +306,7 @@ def validate_paper(data: Any, source: str = "paper.yaml") -> dict[str, Any]:
         claim = _check_entry(where, raw, CLAIM_FIELDS)
         claim["per"] = claim["per"] or []
         claim["direction"] = claim["direction"] or "higher"
+        claim["beyond_noise"] = bool(claim["beyond_noise"])
         if claim["id"] in ids:
             raise _fail(where, f"id {claim['id']!r} is already used by claims[{ids[claim['id']]}]")
         ids[claim["id"]] = i
@@ -480,7 +490,9 @@ def _check_group(rows: pd.DataFrame, claim: Mapping[str, Any], what: str) -> tup
     """A claim's verdict in one group, or ``None`` with the reason when a participant lacks rows or seeds.
 
     Participants are compared only on the same seeds: a cell with fewer
-    seeds than the others (a sweep still running) gives no verdict.
+    seeds than the others (a sweep still running) gives no verdict. A
+    ``beyond_noise`` claim also needs two seeds or more, and its detail names
+    the loser whose margin comes closest to the seed noise.
     """
     better = (lambda a, b: a > b) if claim["direction"] == "higher" else (lambda a, b: a < b)
     specs = [claim["winner"], *claim["losers"]]
@@ -492,7 +504,8 @@ def _check_group(rows: pd.DataFrame, claim: Mapping[str, Any], what: str) -> tup
     if any(s != seeds[0] for s in seeds[1:]):
         listed = "; ".join(f"{_participant_label(spec)} {_seed_list(s)}" for spec, s in zip(specs, seeds))
         return None, f"participants ran different seeds ({listed}); compared only once all have the same seeds"
-    winner, *means = [float(r["value"].astype(float).mean()) for r in own]
+    values = [r["value"].astype(float) for r in own]
+    winner, *means = [float(v.mean()) for v in values]
     losers = list(zip(claim["losers"], means))
     best_spec, best = losers[0]
     for spec, mean in losers[1:]:
@@ -500,7 +513,18 @@ def _check_group(rows: pd.DataFrame, claim: Mapping[str, Any], what: str) -> tup
             best_spec, best = spec, mean
     holds = all(better(winner, mean) for _, mean in losers)
     detail = f"{_participant_label(claim['winner'])} {winner:.2f} vs best loser {_participant_label(best_spec)} {best:.2f}"
-    return holds, detail
+    if not claim["beyond_noise"]:
+        return holds, detail
+    if len(seeds[0]) < 2:
+        return None, f"{detail}; seed noise needs two seeds or more, got {len(seeds[0])}"
+    errors = [mean_standard_error(float(v.std(ddof=STD_DDOF)), len(v)) for v in values]
+    sign = 1.0 if claim["direction"] == "higher" else -1.0
+    margins = [(spec, sign * (winner - mean), difference_noise(errors[0], error))
+               for (spec, mean), error in zip(losers, errors[1:])]
+    closest_spec, margin, noise = min(margins, key=lambda m: m[1] - m[2])
+    detail += (f"; smallest margin over noise: {_participant_label(closest_spec)} by {margin:.2f} "
+               f"{'>' if margin > noise else '<='} noise {noise:.2f}")
+    return all(m > n for _, m, n in margins), detail
 
 
 def check_claims(results: pd.DataFrame, paper: Mapping[str, Any] | str | os.PathLike[str]) -> pd.DataFrame:
@@ -508,8 +532,9 @@ def check_claims(results: pd.DataFrame, paper: Mapping[str, Any] | str | os.Path
 
     One row per claim and group of its ``per`` columns, then one row with
     group ``overall``; columns :data:`CLAIM_COLUMNS`. ``holds`` is ``True``,
-    ``False`` or ``None`` (data missing: a participant without rows, or
-    participants with different seeds); ``detail`` gives the numbers.
+    ``False`` or ``None`` (data missing: a participant without rows,
+    participants with different seeds, or one seed for a ``beyond_noise``
+    claim); ``detail`` gives the numbers.
     """
     paper = _paper_dict(paper)
     ours = _rows_of_paper(results, paper["paper"])

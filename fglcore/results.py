@@ -109,6 +109,9 @@ CLIENT_METRIC_SOURCES = {"accuracy": "test_accuracy", "minority_accuracy": "test
 STD_DDOF = 0
 """Degrees of freedom of the std over seeds (population std); see the module docstring."""
 
+NOISE_FACTOR = 2.0
+"""A difference of two means over seeds is beyond seed noise when it exceeds this many standard errors of it."""
+
 IGNORED_CONFIG_KEYS = frozenset({"progress", "device"})
 """Configuration keys that do not change a run's numbers, left out of :func:`config_id`."""
 
@@ -456,6 +459,23 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def mean_standard_error(std: float, n_seeds: int) -> float:
+    """Standard error of a mean over ``n_seeds`` seeds from their std taken with :data:`STD_DDOF`.
+
+    NaN with fewer than two seeds, or without a std.
+    """
+    if n_seeds < 2 or pd.isna(std):
+        return math.nan
+    sample_std = std * math.sqrt((n_seeds - STD_DDOF) / (n_seeds - 1))
+    return sample_std / math.sqrt(n_seeds)
+
+
+def difference_noise(error_a: float, error_b: float) -> float:
+    """The difference of two means with standard errors ``error_a`` and ``error_b`` beyond which it is
+    not seed noise: :data:`NOISE_FACTOR` standard errors of the difference (NaN if either is NaN)."""
+    return NOISE_FACTOR * math.hypot(error_a, error_b)
 
 
 def summarize(results: pd.DataFrame, by: Sequence[str] | None = None) -> pd.DataFrame:

@@ -164,6 +164,29 @@ def test_claim_waits_until_every_participant_has_the_same_seeds():
     assert check_claims(finished, paper(claims=[CLAIM])).set_index("group").loc["dataset=Cora", "holds"] is True
 
 
+
+def test_a_notable_margin_claim_needs_a_margin_beyond_seed_noise():
+    # fedavg: population std 1 over 2 seeds -> standard error 1; fedspray and local have no spread.
+    results = frame(cell("fedspray", [84.0, 84.0]), cell("fedavg", [80.0, 82.0]), cell("local", [70.0, 70.0]))
+    notable = {**CLAIM, "beyond_noise": True}
+    rows = check_claims(results, paper(claims=[notable])).set_index("group")
+    assert rows.loc["dataset=Cora", "holds"] is True  # 3.0 > noise 2 * hypot(0, 1) = 2.0
+    assert rows.loc["dataset=Cora", "detail"] == (
+        "fedspray 84.00 vs best loser fedavg 81.00; smallest margin over noise: fedavg by 3.00 > noise 2.00")
+    close = frame(cell("fedspray", [82.5, 82.5]), cell("fedavg", [80.0, 82.0]), cell("local", [70.0, 70.0]))
+    rows = check_claims(close, paper(claims=[notable])).set_index("group")
+    assert rows.loc["dataset=Cora", "holds"] is False  # ahead by 1.5, within noise 2.0
+    assert check_claims(close, paper(claims=[CLAIM])).set_index("group").loc["dataset=Cora", "holds"] is True
+    one_seed = frame(cell("fedspray", [90.0]), cell("fedavg", [80.0]), cell("local", [70.0]))
+    rows = check_claims(one_seed, paper(claims=[notable])).set_index("group")
+    assert rows.loc["dataset=Cora", "holds"] is None and "needs two seeds or more, got 1" in rows.loc["dataset=Cora", "detail"]
+    lower = {"id": "cheap", "text": "FedStruct uploads far less", "table": "2", "metric": "upload_bytes",
+             "winner": "fedstruct", "losers": ["fedsage"], "direction": "lower", "beyond_noise": True}
+    traffic = frame(cell("fedstruct", [100.0, 102.0], metric="upload_bytes"), cell("fedsage", [103.0, 105.0], metric="upload_bytes"))
+    assert check_claims(traffic, paper(claims=[lower])).set_index("group").loc["all", "holds"] is True  # 3 > 2*sqrt(2)
+    with pytest.raises(PaperFileError, match="'beyond_noise' must be a bool"):
+        cmp.validate_paper(paper(claims=[{**CLAIM, "beyond_noise": "yes"}]))
+
 def test_claim_overall_true_lower_is_better_and_missing():
     results = frame(cell("fedstruct", [100.0], metric="upload_bytes"), cell("fedsage", [500.0], metric="upload_bytes"))
     claim = {"id": "cheap", "text": "FedStruct uploads less", "table": "2", "metric": "upload_bytes",

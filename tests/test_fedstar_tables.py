@@ -12,7 +12,7 @@ from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Ledger
 from fglcore.fl.engine import RunResult
 from fglcore.papers import fedstar_tables as T
-from fglcore.results import RESULT_COLUMNS, client_values, curve_values, rows_from_result
+from fglcore.results import RESULT_COLUMNS, client_values, curve_values, mean_standard_error, rows_from_result
 
 
 def test_every_table1_config_validates_with_the_papers_protocol():
@@ -145,7 +145,7 @@ def test_claim_margin_is_judged_against_seed_noise():
     cells = pd.DataFrame({"dataset": ["a", "a", "a", "b", "b", "b"], "method": ["fedstar", "local", "fedavg"] * 2,
                           "mean": [72.0, 70.0, 60.0, 74.0, 70.0, 69.0], "std_of_mean": [2.0] * 6,
                           "n_seeds": [5] * 6})
-    assert T.mean_standard_error(2.0, 5) == pytest.approx(1.0)
+    assert mean_standard_error(2.0, 5) == pytest.approx(1.0)
     claims = T.claim_holds(cells, {"method": "fedstar"}, [{"method": "local"}, {"method": "fedavg"}])
     claims = claims.set_index("dataset")
     assert claims["holds"].to_dict() == {"a": True, "b": True}

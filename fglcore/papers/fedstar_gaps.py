@@ -29,7 +29,8 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from fglcore.papers.fedstar_tables import BACKBONES, TABLE2_ROWS, difference_noise, mean_standard_error, table2_setting
+from fglcore.papers.fedstar_tables import BACKBONES, TABLE2_ROWS, table2_setting
+from fglcore.results import difference_noise, mean_standard_error
 
 __all__ = ["Difference", "KNOWN_DIFFERENCES", "differences_for", "gap_table", "legend", "report", "shifts",
            "systematic"]
@@ -118,7 +119,7 @@ def gap_table(comparison: pd.DataFrame, known: Sequence[Difference] = KNOWN_DIFF
     output (its ``ours_std_of_mean`` and ``n_seeds`` give the noise). Columns:
     the cell's labels, ``paper``, ``ours``, ``delta``, ``noise`` (the delta
     beyond which it is not seed noise:
-    :func:`~fglcore.papers.fedstar_tables.difference_noise` of two cell means
+    :func:`~fglcore.results.difference_noise` of two cell means
     with our cell mean's standard error each; NaN with fewer than two seeds),
     ``beyond_noise`` (None where ``noise`` is NaN), ``status`` and
     ``known`` (the keys of the differences that bear on it, see :func:`legend`).

@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from fglcore.config import ConfigError
+from fglcore.results import difference_noise, mean_standard_error
 
 PAPER = "fedstar"
 SETTINGS = ("chem", "biochem", "biochemsn", "biosncv")
@@ -345,8 +346,6 @@ def table1_configs(settings: Iterable[str], methods: Iterable[str], seeds: Itera
 CELL_LABELS = ["table", "dataset", "num_clients", "method", "model", "setting"]
 """Columns that name one table cell of ours."""
 CELL_COLUMNS = [*CELL_LABELS, "mean", "std", "std_of_mean", "n_seeds", "n_clients"]
-NOISE_FACTOR = 2.0
-"""A difference of two cell means is beyond seed noise when it exceeds this many standard errors of it."""
 
 
 def client_std(values: pd.Series) -> float:
@@ -538,25 +537,6 @@ def fedavg_readings(comparison: pd.DataFrame) -> pd.DataFrame:
     gap_convs = (frame["FedAvg, convs only (FedPer)"] - frame["paper FedAvg"]).abs()
     frame["closer"] = ["same-shape layers" if a <= c else "convs only" for a, c in zip(gap_all, gap_convs)]
     return frame.round(2)
-
-
-def mean_standard_error(std_of_mean: float, n_seeds: int) -> float:
-    """Standard error of a cell mean from the std over seeds of its client average (taken with ``STD_DDOF``).
-
-    NaN with fewer than two seeds, or without a std.
-    """
-    from fglcore.results import STD_DDOF
-
-    if n_seeds < 2 or pd.isna(std_of_mean):
-        return math.nan
-    sample_std = std_of_mean * math.sqrt((n_seeds - STD_DDOF) / (n_seeds - 1))
-    return sample_std / math.sqrt(n_seeds)
-
-
-def difference_noise(error_a: float, error_b: float) -> float:
-    """The difference of two cell means with standard errors ``error_a`` and ``error_b`` beyond which it is
-    not seed noise: :data:`NOISE_FACTOR` standard errors of the difference (NaN if either is NaN)."""
-    return NOISE_FACTOR * math.hypot(error_a, error_b)
 
 
 def claim_holds(cells: pd.DataFrame, winner: Mapping[str, Any], losers: Sequence[Mapping[str, Any]],
