@@ -154,11 +154,18 @@ def metric_over_rounds(history: pd.DataFrame, ylabel: str = "value", title: str 
     """Mean over seeds per method and round, with a ±1 standard deviation band.
 
     ``history`` has columns ``round``, ``value``, ``method`` and optionally
-    ``seed`` (one row per seed, method and round).
+    ``seed`` (one row per seed, method and round). Without rows (a preview
+    of a sweep with no finished cell yet) the axes say so.
     """
     _require_columns(history, ["round", "value", "method"], "metric_over_rounds")
     with styled():
         fig, (ax,) = new_figure()
+        if history.empty:
+            ax.text(0.5, 0.5, "no runs to show yet", ha="center", va="center", transform=ax.transAxes, color="0.4")
+            ax.set_ylabel(ylabel)
+            if title:
+                ax.set_title(title)
+            return fig
         sns.lineplot(
             data=history,
             x="round",

@@ -117,6 +117,10 @@ def test_metric_over_rounds_mean_line_and_band():
     assert len([c for c in ax.collections if isinstance(c, PolyCollection)]) == 2  # one band per method
     with pytest.raises(ValueError, match="missing column"):
         plotting.metric_over_rounds(pd.DataFrame(rows).drop(columns="method"))
+    empty = plotting.metric_over_rounds(pd.DataFrame(rows).iloc[:0], ylabel="accuracy", title="Figure 4")
+    (ax,) = empty.axes
+    assert [t.get_text() for t in ax.texts] == ["no runs to show yet"] and not ax.lines
+    assert ax.get_title() == "Figure 4" and ax.get_ylabel() == "accuracy"
 
 
 def test_method_bars_mean_and_std_over_seeds():
