@@ -517,14 +517,21 @@ def _check_group(rows: pd.DataFrame, claim: Mapping[str, Any], what: str) -> tup
         return holds, detail
     if len(seeds[0]) < 2:
         return None, f"{detail}; seed noise needs two seeds or more, got {len(seeds[0])}"
+    holds, closest = _beyond_noise(values, claim["losers"], claim["direction"])
+    return holds, f"{detail}; smallest margin over noise: {closest}"
+
+
+def _beyond_noise(values: Sequence[pd.Series], losers: Sequence[Mapping[str, Any]], direction: str) -> tuple[bool, str]:
+    """Whether the winner (``values[0]``, one value per seed) beats each loser by more than the seed noise of the
+    difference of their means, and the margin that comes closest to its noise."""
     errors = [mean_standard_error(float(v.std(ddof=STD_DDOF)), len(v)) for v in values]
-    sign = 1.0 if claim["direction"] == "higher" else -1.0
-    margins = [(spec, sign * (winner - mean), difference_noise(errors[0], error))
-               for (spec, mean), error in zip(losers, errors[1:])]
-    closest_spec, margin, noise = min(margins, key=lambda m: m[1] - m[2])
-    detail += (f"; smallest margin over noise: {_participant_label(closest_spec)} by {margin:.2f} "
-               f"{'>' if margin > noise else '<='} noise {noise:.2f}")
-    return all(m > n for _, m, n in margins), detail
+    sign = 1.0 if direction == "higher" else -1.0
+    winner = float(values[0].mean())
+    margins = [(spec, sign * (winner - float(v.mean())), difference_noise(errors[0], error))
+               for spec, v, error in zip(losers, values[1:], errors[1:])]
+    spec, margin, noise = min(margins, key=lambda m: m[1] - m[2])
+    closest = f"{_participant_label(spec)} by {margin:.2f} {'>' if margin > noise else '<='} noise {noise:.2f}"
+    return all(m > n for _, m, n in margins), closest
 
 
 def check_claims(results: pd.DataFrame, paper: Mapping[str, Any] | str | os.PathLike[str]) -> pd.DataFrame:
