@@ -65,7 +65,16 @@ def _run(args: argparse.Namespace) -> int:
         else:
             target = _execute_with_helpers(notebook, args.profile, overrides, out_dir, out, args.workers)
     print(f"wrote {target}")
+    if out_dir is None:  # the notebook may have rewritten its paper's comparison.csv and claims.csv
+        _write_summary(args.profile)
     return 0
+
+
+def _write_summary(profile: str) -> None:
+    from fglcore import compare, paths
+
+    summary = compare.build_summary(paths.outputs_root() / profile)
+    print(f"summary of {len(summary)} comparisons: {paths.outputs_root() / profile / 'summary.md'}")
 
 
 def _execute_with_helpers(notebook: Path, profile: str, overrides: dict, out_dir: Path | None, out: Path,
@@ -94,7 +103,7 @@ def _execute_with_helpers(notebook: Path, profile: str, overrides: dict, out_dir
 
 
 def _reproduce(args: argparse.Namespace) -> int:
-    from fglcore import compare, notebooks, paths
+    from fglcore import notebooks, paths
 
     if args.jobs > 1 and args.workers > 1:
         raise ConfigError(f"--jobs {args.jobs} and --workers {args.workers}: choose one; --jobs runs notebooks "
@@ -117,8 +126,7 @@ def _reproduce(args: argparse.Namespace) -> int:
                 else:
                     out = paths.output_dir(args.profile, paper)
                     _execute_with_helpers(nb, args.profile, {}, None, out, args.workers)
-    summary = compare.build_summary(paths.outputs_root() / args.profile)
-    print(f"summary of {len(summary)} comparisons: {paths.outputs_root() / args.profile / 'summary.md'}")
+    _write_summary(args.profile)
     return 0
 
 

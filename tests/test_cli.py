@@ -1,6 +1,7 @@
 """The fgl command: parameter validation fails fast with exit status 2 and a clear message."""
 import os
 
+import pandas as pd
 import pytest
 
 from fglcore import notebooks
@@ -161,6 +162,27 @@ def test_run_with_workers_gives_helpers_a_scratch_folder_linked_to_the_store(cap
     assert len(set(helpers)) == 2 and not any(folder.exists() for folder in helpers)  # scratch removed
     assert f"wrote {tmp_path / 'smoke' / 'fedspray' / '3_results.ipynb'}" in capsys.readouterr().out
 
+
+
+def test_run_refreshes_the_profile_summary_unless_the_outputs_go_elsewhere(capsys, monkeypatch, tmp_path):
+    from fglcore import paths
+
+    def execute(nb, profile, overrides=None, out_dir=None, *, progress=True):  # a notebook that checks one claim
+        out = out_dir or paths.output_dir(profile, "fedspray")
+        out.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame([{"id": "wins", "text": "FedSpray wins", "group": "overall", "holds": False,
+                       "detail": "fedspray 1.00 vs best loser fedavg 2.00"}]).to_csv(out / "claims.csv", index=False)
+        return out / nb.name
+
+    monkeypatch.setattr(notebooks, "execute", execute)
+    monkeypatch.setattr(paths, "outputs_root", lambda: tmp_path / "outputs")
+    monkeypatch.chdir(paths.repo_root())
+    elsewhere = tmp_path / "elsewhere"
+    assert main(["run", "notebooks/fedspray/3_results.ipynb", "--profile", "smoke", "--out", str(elsewhere)]) == 0
+    assert not (tmp_path / "outputs" / "smoke" / "summary.md").exists() and not (tmp_path / "summary.md").exists()
+    assert main(["run", "notebooks/fedspray/3_results.ipynb", "--profile", "smoke"]) == 0
+    summary = (tmp_path / "outputs" / "smoke" / "summary.md").read_text()
+    assert "| fedspray |" in summary and "summary of 1 comparisons" in capsys.readouterr().out
 
 def test_a_failing_task_is_reported_while_the_others_still_run(monkeypatch):
     import threading
