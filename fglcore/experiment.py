@@ -21,6 +21,7 @@ Example::
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import time
 from pathlib import Path
@@ -37,7 +38,7 @@ from fglcore.data.federation import build_federation
 from fglcore.fl.checkpoint import RoundCheckpoint
 from fglcore.fl.engine import RunResult
 from fglcore.results import RUN_LABEL_KEYS, ResultStore, config_id, rows_from_result, run_id, summarize
-from fglcore.runlog import SweepLog
+from fglcore.runlog import SweepLog, expected_seconds, format_hours
 
 __all__ = ["as_config", "run", "run_full", "grid", "sweep", "stored_rows", "summarize", "request_stop",
            "withdraw_stop", "SweepStopped"]
@@ -156,6 +157,23 @@ def _timing_keys(config: ExperimentConfig) -> tuple[tuple, tuple]:
     return data, method
 
 
+def _timed_runs(store: ResultStore, timing_keys: Mapping[str, tuple[tuple, tuple]]) -> list[tuple[tuple, tuple, float]]:
+    """``(data, method, seconds)`` of each run in ``timing_keys`` (run id -> :func:`_timing_keys`) with a recorded time."""
+    timings = store.run_log().dropna(subset=["seconds"]).groupby("run_id")["seconds"].last()
+    return [(*timing_keys[rid], seconds) for rid, seconds in timings.items() if rid in timing_keys]
+
+
+def _runs_left(timed: list[tuple[tuple, tuple, float]], pending: list[tuple[tuple, tuple]]) -> str:
+    """How many runs are left and, priced from the ``timed`` ones, about how long they take one after another."""
+    if not pending:
+        return "no run left"
+    runs = f"{len(pending)} run{'s' if len(pending) > 1 else ''} left"
+    seconds = expected_seconds(timed, pending)
+    if math.isnan(seconds):
+        return f"{runs} (no run of this sweep is timed yet)"
+    return f"{runs}, about {format_hours(seconds)} of compute at the speed of the timed ones"
+
+
 def _done_ids(store: ResultStore, *, per_client: bool, curve: bool) -> set[str]:
     """Stored configurations that have every family of rows the sweep asks for."""
     if not (per_client or curve):
@@ -249,9 +267,8 @@ def sweep(
 
     def log_computed(config: ExperimentConfig, seconds: float) -> None:
         done, computed = snapshot
-        timings = store.run_log().dropna(subset=["seconds"]).groupby("run_id")["seconds"].last()
         log.computed(stored=len(done & todo.keys()), total=total, label=_label(config), seconds=seconds,
-                     timed=[(*timing_keys[rid], s) for rid, s in timings.items() if rid in timing_keys],
+                     timed=_timed_runs(store, timing_keys),
                      pending=[keys for rid, keys in timing_keys.items() if rid not in computed],
                      workers=claims.live_holders())
 
@@ -335,7 +352,8 @@ def stored_rows(
     in memory, as :func:`sweep` would copy it). Only whole cells come back:
     configurations that differ only in their seed come all or not at all, so
     no table mixes means over different seeds. Prints how many runs and
-    cells are there.
+    cells are there, and how long the missing runs should take at the speed
+    of this sweep's runs stored so far (:func:`fglcore.runlog.expected_seconds`).
     """
     todo = {config_id(c): c for c in map(as_config, configs)}
     store = ResultStore(path)
@@ -344,15 +362,19 @@ def stored_rows(
     computed = {rid: cid for cid, rid in store.run_ids().items() if cid in done}
     found: dict[str, list[dict[str, Any]]] = {}
     cells: dict[str, list[str]] = {}
+    timing_keys: dict[str, tuple[tuple, tuple]] = {}
     for cid, config in todo.items():
         rid = run_id(config)
+        timing_keys[rid] = _timing_keys(config)
         if cid in done:
             found[cid] = rows[rows["config_id"] == cid].to_dict("records")
         elif rid in computed:
             found[cid] = _relabelled(rows, computed[rid], config, per_client=per_client, curve=curve)
         cells.setdefault(config_id(config.replace(seed=0)), []).append(cid)
     whole = [ids for ids in cells.values() if all(cid in found for cid in ids)]
+    pending = [keys for rid, keys in timing_keys.items() if rid not in computed]
     print(f"{desc}: preview, {len(found)} of {len(todo)} runs stored; "
-          f"{len(whole)} of {len(cells)} cells have every seed and are shown")
+          f"{len(whole)} of {len(cells)} cells have every seed and are shown; "
+          f"{_runs_left(_timed_runs(store, timing_keys), pending)}")
     kept = [row for ids in whole for cid in ids for row in found[cid]]
     return pd.DataFrame(kept, columns=rows.columns).reset_index(drop=True)

@@ -169,8 +169,12 @@ def test_a_preview_shows_whole_cells_of_what_is_stored_and_computes_nothing(fake
     assert FakeAlgorithm.calls == calls_before and ResultStore(path).read().equals(stored_before)
     assert set(preview["config_id"]) == {config_id(c) for c in configs[:2]}
     assert set(preview["setting"]) == {"SE"} and set(preview["table"]) == {"2"}
-    assert "Table 2: preview, 3 of 4 runs stored; 1 of 2 cells have every seed and are shown" in capsys.readouterr().out
+    assert ("Table 2: preview, 3 of 4 runs stored; 1 of 2 cells have every seed and are shown; "
+            "1 run left, about 1 min of compute at the speed of the timed ones") in capsys.readouterr().out
     assert experiment.stored_rows(configs[2:], tmp_path / "empty.csv").empty
+    assert "2 runs left (no run of this sweep is timed yet)" in capsys.readouterr().out
+    experiment.stored_rows(configs[:2], path)
+    assert "2 of 2 runs stored; 1 of 1 cells have every seed and are shown; no run left" in capsys.readouterr().out
 
 
 def test_sweep_logs_each_computed_run_with_the_runs_left(fake_stack, tmp_path):
