@@ -21,7 +21,6 @@ Example::
 from __future__ import annotations
 
 import itertools
-import math
 import os
 import time
 from pathlib import Path
@@ -38,7 +37,7 @@ from fglcore.data.federation import build_federation
 from fglcore.fl.checkpoint import RoundCheckpoint
 from fglcore.fl.engine import RunResult
 from fglcore.results import RUN_LABEL_KEYS, ResultStore, config_id, rows_from_result, run_id, summarize
-from fglcore.runlog import SweepLog, expected_seconds, format_hours
+from fglcore.runlog import SweepLog, runs_left
 
 __all__ = ["as_config", "run", "run_full", "grid", "sweep", "stored_rows", "summarize", "request_stop",
            "withdraw_stop", "SweepStopped"]
@@ -161,17 +160,6 @@ def _timed_runs(store: ResultStore, timing_keys: Mapping[str, tuple[tuple, tuple
     """``(data, method, seconds)`` of each run in ``timing_keys`` (run id -> :func:`_timing_keys`) with a recorded time."""
     timings = store.run_log().dropna(subset=["seconds"]).groupby("run_id")["seconds"].last()
     return [(*timing_keys[rid], seconds) for rid, seconds in timings.items() if rid in timing_keys]
-
-
-def _runs_left(timed: list[tuple[tuple, tuple, float]], pending: list[tuple[tuple, tuple]]) -> str:
-    """How many runs are left and, priced from the ``timed`` ones, about how long they take one after another."""
-    if not pending:
-        return "no run left"
-    runs = f"{len(pending)} run{'s' if len(pending) > 1 else ''} left"
-    seconds = expected_seconds(timed, pending)
-    if math.isnan(seconds):
-        return f"{runs} (no run of this sweep is timed yet)"
-    return f"{runs}, about {format_hours(seconds)} of compute at the speed of the timed ones"
 
 
 def _done_ids(store: ResultStore, *, per_client: bool, curve: bool) -> set[str]:
@@ -353,7 +341,7 @@ def stored_rows(
     configurations that differ only in their seed come all or not at all, so
     no table mixes means over different seeds. Prints how many runs and
     cells are there, and how long the missing runs should take at the speed
-    of this sweep's runs stored so far (:func:`fglcore.runlog.expected_seconds`).
+    of this sweep's runs stored so far (:func:`fglcore.runlog.runs_left`).
     """
     todo = {config_id(c): c for c in map(as_config, configs)}
     store = ResultStore(path)
@@ -375,6 +363,6 @@ def stored_rows(
     pending = [keys for rid, keys in timing_keys.items() if rid not in computed]
     print(f"{desc}: preview, {len(found)} of {len(todo)} runs stored; "
           f"{len(whole)} of {len(cells)} cells have every seed and are shown; "
-          f"{_runs_left(_timed_runs(store, timing_keys), pending)}")
+          f"{runs_left(_timed_runs(store, timing_keys), pending)}")
     kept = [row for ids in whole for cid in ids for row in found[cid]]
     return pd.DataFrame(kept, columns=rows.columns).reset_index(drop=True)

@@ -162,24 +162,21 @@ def metric_over_rounds(history: pd.DataFrame, ylabel: str = "value", title: str 
         fig, (ax,) = new_figure()
         if history.empty:
             ax.text(0.5, 0.5, "no runs to show yet", ha="center", va="center", transform=ax.transAxes, color="0.4")
-            ax.set_ylabel(ylabel)
-            if title:
-                ax.set_title(title)
-            return fig
-        sns.lineplot(
-            data=history,
-            x="round",
-            y="value",
-            hue="method",
-            errorbar="sd",
-            estimator="mean",
-            palette=colors(history["method"].nunique()),
-            ax=ax,
-        )
+        else:
+            sns.lineplot(
+                data=history,
+                x="round",
+                y="value",
+                hue="method",
+                errorbar="sd",
+                estimator="mean",
+                palette=colors(history["method"].nunique()),
+                ax=ax,
+            )
+            ax.legend(title="method", fontsize="small")
         ax.set_ylabel(ylabel)
         if title:
             ax.set_title(title)
-        ax.legend(title="method", fontsize="small")
     return fig
 
 

@@ -66,6 +66,18 @@ def expected_seconds(timed: Iterable[tuple[Hashable, Hashable, float]],
     return sum(math.exp(size.get(data, mean_size) + cost.get(method, mean_cost)) for data, method in pending)
 
 
+def runs_left(timed: Iterable[tuple[Hashable, Hashable, float]], pending: Sequence[tuple[Hashable, Hashable]]) -> str:
+    """How many runs are left and, priced from the ``timed`` ones (:func:`expected_seconds`), about how long they
+    take one after another: the summary line of a preview (:func:`fglcore.experiment.stored_rows`)."""
+    if not pending:
+        return "no run left"
+    runs = f"{len(pending)} run{'s' if len(pending) > 1 else ''} left"
+    seconds = expected_seconds(timed, pending)
+    if math.isnan(seconds):
+        return f"{runs} (no run of this sweep is timed yet)"
+    return f"{runs}, about {format_hours(seconds)} of compute at the speed of the timed ones"
+
+
 def _means(pairs: Iterable[tuple[Hashable, float]]) -> dict[Hashable, float]:
     groups: dict[Hashable, list[float]] = defaultdict(list)
     for key, value in pairs:
