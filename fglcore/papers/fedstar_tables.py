@@ -331,8 +331,13 @@ def table10_config(feature_conv: str, structure_conv: str, seed: int, *, setting
     config = {**_base(setting, "10", seed, members, ()), **method_config(setting, "fedstar")}
     config["algorithm_options"] = {**config["algorithm_options"], "feature_conv": feature_conv,
                                    "structure_conv": structure_conv}
-    config["setting"] = f"FE={feature_conv},SE={structure_conv}"
+    config["setting"] = table10_setting(feature_conv, structure_conv)
     return _merge(config, overrides)
+
+
+def table10_setting(feature_conv: str, structure_conv: str) -> str:
+    """The ``setting`` label of a Table 10 cell, e.g. ``"FE=gin,SE=gcn"`` (FedStar's default pair)."""
+    return f"FE={feature_conv},SE={structure_conv}"
 
 
 def table1_configs(settings: Iterable[str], methods: Iterable[str], seeds: Iterable[int],
