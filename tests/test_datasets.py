@@ -5,6 +5,7 @@ which were checked against the published ones.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from filelock import FileLock, Timeout
 from torch_geometric.utils import degree
 
 from fglcore.data import datasets as ds
@@ -183,6 +185,32 @@ def test_mutag_loads(from_mirror):
     dataset = load_graph_dataset("MUTAG")
     assert (len(dataset), dataset.num_classes, dataset.num_node_features) == (188, 2, 7)
     assert dataset._data.num_nodes == 3371  # 188 graphs x 17.93 nodes
+
+
+@needs_mirror
+@pytest.mark.parametrize("name, loader", [("MUTAG", load_graph_dataset), ("Cora", load_node_data)])
+def test_loading_holds_the_dataset_lock(fresh_root, monkeypatch, name, loader):
+    """Raw files are copied and processed/ is written under the lock that other processes wait on."""
+    spec = DATASETS.get(name)
+    lock_path = (fresh_root / spec.raw_dir).parent / ds.LOCK_FILE
+    raw_present_while_building = []
+
+    def builder(root, **options):
+        with pytest.raises(Timeout):
+            FileLock(lock_path).acquire(timeout=0)
+        raw_present_while_building.append(not ds._missing_files(fresh_root / spec.raw_dir, spec.raw_files))
+        return spec.builder(root, **options)
+
+    monkeypatch.setitem(DATASETS._items, name, dataclasses.replace(spec, builder=builder))
+    loader(name)
+    assert raw_present_while_building == [True]
+    with FileLock(lock_path).acquire(timeout=0):  # released once loading is done
+        pass
+
+
+def test_groups_have_no_lock_of_their_own():
+    with pytest.raises(ValueError, match="group_members"):
+        ds.dataset_lock("chem")
 
 
 # --------------------------------------------------------------------------- unavailable data and checksums

@@ -17,6 +17,10 @@ Loading a dataset is two steps:
 2. The PyG class reads the raw files and writes ``processed/`` beside
    ``raw/`` under the data root (never into the mirror).
 
+Both steps run under a file lock per dataset (``.fglcore.lock`` beside
+``raw/``), so parallel workers on a cold data root never read a
+``processed/`` file that another process is still writing.
+
 A dataset that is neither present, nor in the mirror, nor downloadable raises
 :class:`DatasetUnavailableError`, which names the missing files and the folder
 to put them in.
@@ -45,6 +49,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import torch
+from filelock import FileLock
 from torch_geometric.data import Data, InMemoryDataset
 
 from fglcore.paths import data_root, mirror_root
@@ -56,6 +61,7 @@ STATUSES = ("present", "mirror", "missing")
 
 CHECKSUMS_FILE = Path(__file__).with_name("checksums.json")
 VERIFIED_MARKER = ".fglcore_sha256_verified.json"
+LOCK_FILE = ".fglcore.lock"
 INCOMPLETE_FOLDER = "_incomplete"
 DEFAULT_DOWNLOAD_TIMEOUT_S = 15.0
 
@@ -331,8 +337,9 @@ def load_node_data(name: str, *, planetoid_split: str = "public") -> Data:
     elif planetoid_split != "public":
         raise ValueError(f"planetoid_split applies only to Planetoid datasets (Cora, CiteSeer, PubMed), "
                          f"not to {name!r}")
-    ensure_raw(name)
-    dataset = spec.builder(data_root(), **options)
+    with dataset_lock(name):
+        ensure_raw(name)
+        dataset = spec.builder(data_root(), **options)
     data = dataset[0]
     if not data.is_undirected():
         from torch_geometric.transforms import ToUndirected
@@ -354,14 +361,31 @@ def load_graph_dataset(name: str) -> InMemoryDataset:
     if spec.is_group:
         raise ValueError(f"{name!r} is a group of TU datasets; load each of group_members({name!r}) = "
                          f"{list(spec.members)} instead")
-    ensure_raw(name)
-    dataset = spec.builder(data_root())
-    if dataset._data.x is None and spec.degree_features is not None:
-        # processed/ was written without the degree pre_transform (e.g. by a bare TUDataset call).
-        dataset = spec.builder(data_root(), force_reload=True)
+    with dataset_lock(name):
+        ensure_raw(name)
+        dataset = spec.builder(data_root())
+        if dataset._data.x is None and spec.degree_features is not None:
+            # processed/ was written without the degree pre_transform (e.g. by a bare TUDataset call).
+            dataset = spec.builder(data_root(), force_reload=True)
     if dataset._data.x is None:
         raise RuntimeError(f"TU dataset {name!r} has no node features and no degree features are configured")
     return dataset
+
+
+def dataset_lock(name: str) -> FileLock:
+    """An inter-process lock on one dataset's folder under the data root (``<raw_dir>/../.fglcore.lock``).
+
+    :func:`load_node_data` and :func:`load_graph_dataset` hold it while raw
+    files are copied and PyG writes ``processed/``: without it, two workers
+    starting on a cold data root can read a half-written processed file.
+    """
+    spec = DATASETS.get(name)
+    if spec.is_group:
+        raise ValueError(f"{name!r} is a group of TU datasets; lock each of group_members({name!r}) = "
+                         f"{list(spec.members)} instead")
+    folder = (data_root() / spec.raw_dir).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    return FileLock(folder / LOCK_FILE)
 
 
 def ensure_raw(name: str) -> Path:
