@@ -58,7 +58,9 @@ def run_full(config: ExperimentConfig | Mapping[str, Any], *, per_client: bool =
     """Run one configuration; return its result rows and the full :class:`RunResult`.
 
     The configuration is validated before any data is loaded. Seeds are set
-    from ``config.seed`` (:func:`fglcore.runtime.set_seed`), the federation
+    from ``config.seed`` (:func:`fglcore.runtime.set_seed`), subnormal floats
+    are flushed to zero unless ``FGL_FLUSH_DENORMAL=0``
+    (:func:`fglcore.runtime.set_flush_denormal`), the federation
     is built with cross-client edges only for algorithms that need them, and
     the algorithm runs on :func:`fglcore.runtime.get_device` of
     ``config.device``. ``per_client`` and ``curve`` add the per-client and
@@ -70,6 +72,7 @@ def run_full(config: ExperimentConfig | Mapping[str, Any], *, per_client: bool =
     algorithm = ALGORITHMS.get(config.algorithm)
     device = runtime.get_device(config.device)  # an unavailable device fails before data is loaded
     runtime.set_seed(config.seed)
+    runtime.set_flush_denormal()
     federation = build_federation(config, keep_cross_edges=algorithm.needs_cross_edges)
     result = algorithm(config, federation, device).run(checkpoint=checkpoint)
     return rows_from_result(config, result, per_client=per_client, curve=curve), result

@@ -9,6 +9,7 @@ Environment variables:
 * ``FGL_VERIFY_CHECKSUMS=0``: skip the sha256 check of raw files (:mod:`fglcore.data.datasets`).
 * ``FGL_DOWNLOAD_TIMEOUT``: seconds PyG's downloads may wait on a connection (default 15).
 * ``FGL_THREADS``: torch threads (:func:`fglcore.runtime.set_threads`).
+* ``FGL_FLUSH_DENORMAL=0``: keep IEEE subnormal floats (:func:`fglcore.runtime.set_flush_denormal`).
 """
 from __future__ import annotations
 

@@ -24,6 +24,24 @@ def set_threads(num_threads: int | None = None) -> int:
     return n
 
 
+def set_flush_denormal(enabled: bool | None = None) -> bool:
+    """Flush subnormal floats to zero in CPU arithmetic (``FGL_FLUSH_DENORMAL``, default on).
+
+    Weights that get no gradient but weight decay (e.g. the one-hot input
+    columns of features a client never sees) and Adam's second moments decay
+    into the subnormal range (below 1.2e-38), where x86 arithmetic is an
+    order of magnitude slower: one FedStar CHEM client's epoch took 9.5 s
+    with subnormals and 0.85 s flushed. Flushing changes values only below
+    1.2e-38 and is as deterministic as IEEE arithmetic, but a run that meets
+    subnormals is not bit-identical to the same run with
+    ``FGL_FLUSH_DENORMAL=0`` (IEEE subnormals kept, the behaviour before
+    this option). Returns whether flushing is on (CPUs without SSE3 cannot).
+    """
+    if enabled is None:
+        enabled = os.environ.get("FGL_FLUSH_DENORMAL", "1").strip().lower() not in ("0", "false", "no", "off")
+    return bool(torch.set_flush_denormal(enabled)) and enabled
+
+
 def get_device(preference: str = "auto") -> torch.device:
     """``auto`` picks CUDA when present, else the CPU; ``cpu``/``cuda`` force one."""
     if preference == "auto":

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from fglcore import experiment
+from fglcore import experiment, runtime
 from fglcore.algorithms import ALGORITHMS
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl import Channel, RunResult
@@ -224,6 +224,24 @@ def test_real_run_on_cora_is_deterministic(tmp_path):
     a.append(first)
     b.append(experiment.run(REAL))
     assert a.path.read_bytes() == b.path.read_bytes()
+
+
+SUBNORMAL = 1e-40  # below float32's smallest normal number, 1.2e-38
+
+
+@pytest.mark.parametrize("setting, kept", [(None, False), ("1", False), ("0", True), ("off", True)])
+def test_runs_flush_subnormals_unless_told_not_to(fake_stack, monkeypatch, setting, kept):
+    if setting is None:
+        monkeypatch.delenv("FGL_FLUSH_DENORMAL", raising=False)
+    else:
+        monkeypatch.setenv("FGL_FLUSH_DENORMAL", setting)
+    runtime.set_flush_denormal(not kept)  # the opposite, so that the run has to set it
+    try:
+        experiment.run_full(BASE)
+        flushed = (torch.tensor([SUBNORMAL]) * 1.0).item() == 0.0
+        assert flushed is not kept
+    finally:
+        runtime.set_flush_denormal(True)  # the default the other tests run with
 
 
 def test_a_sweep_skips_what_another_sweep_on_the_same_file_stored_meanwhile(fake_stack, tmp_path, monkeypatch):
