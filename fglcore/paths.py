@@ -17,6 +17,14 @@ import os
 from pathlib import Path
 
 
+OFF_VALUES = ("0", "false", "no", "off")
+
+
+def env_switch(name: str) -> bool:
+    """A default-on switch: False when the variable ``name`` is ``0``/``false``/``no``/``off`` (any case)."""
+    return os.environ.get(name, "1").strip().lower() not in OFF_VALUES
+
+
 def repo_root() -> Path:
     """The checkout holding ``fglcore/``, ``notebooks/`` and ``params/``."""
     return Path(__file__).resolve().parent.parent

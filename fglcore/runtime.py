@@ -7,6 +7,8 @@ import random
 import numpy as np
 import torch
 
+from fglcore.paths import env_switch
+
 
 def set_seed(seed: int) -> None:
     """Seed Python, NumPy and torch (CPU and CUDA) for one run."""
@@ -38,7 +40,7 @@ def set_flush_denormal(enabled: bool | None = None) -> bool:
     this option). Returns whether flushing is on (CPUs without SSE3 cannot).
     """
     if enabled is None:
-        enabled = os.environ.get("FGL_FLUSH_DENORMAL", "1").strip().lower() not in ("0", "false", "no", "off")
+        enabled = env_switch("FGL_FLUSH_DENORMAL")
     return bool(torch.set_flush_denormal(enabled)) and enabled
 
 

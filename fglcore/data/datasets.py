@@ -52,7 +52,7 @@ import torch
 from filelock import FileLock
 from torch_geometric.data import Data, InMemoryDataset
 
-from fglcore.paths import data_root, mirror_root
+from fglcore.paths import data_root, env_switch, mirror_root
 from fglcore.registry import Registry
 
 TASKS = ("node", "graph")
@@ -465,7 +465,7 @@ def data_checksum(data: Data) -> str:
 
 def checksums_enabled() -> bool:
     """False when ``FGL_VERIFY_CHECKSUMS`` is ``0``/``false``/``no``/``off``."""
-    return os.environ.get("FGL_VERIFY_CHECKSUMS", "1").strip().lower() not in ("0", "false", "no", "off")
+    return env_switch("FGL_VERIFY_CHECKSUMS")
 
 
 @functools.lru_cache(maxsize=1)
