@@ -217,14 +217,20 @@ def test_groups_have_no_lock_of_their_own():
 
 
 @needs_mirror
-def test_missing_pubmed_names_allx(fresh_root, no_network):
+def test_missing_pubmed_names_allx(fresh_root, no_network, tmp_path, monkeypatch):
+    """A mirror that lacks one raw file: the error names it, both folders and the failed download."""
+    partial = tmp_path / "mirror" / "Planetoid" / "PubMed" / "raw"
+    shutil.copytree(MIRROR / "Planetoid" / "PubMed" / "raw", partial)
+    (partial / "ind.pubmed.allx").chmod(0o644)
+    (partial / "ind.pubmed.allx").unlink()
+    monkeypatch.setenv("FGL_DATA_MIRROR", str(tmp_path / "mirror"))
     with pytest.raises(DatasetUnavailableError) as info:
         load_node_data("PubMed")
     message = str(info.value)
     assert isinstance(info.value, FileNotFoundError)
-    assert "ind.pubmed.allx" in message and "_incomplete/" in message and "download failed" in message
+    assert "ind.pubmed.allx" in message and "download failed" in message
     assert str(fresh_root / "Planetoid" / "PubMed" / "raw") in message
-    assert str(MIRROR / "Planetoid" / "PubMed" / "raw") in message
+    assert f"{partial} (lacks ind.pubmed.allx)" in message
     assert "ind.pubmed.allx" in info.value.missing_files
     raw = fresh_root / "Planetoid" / "PubMed" / "raw"
     assert not raw.is_dir() or not os.listdir(raw)  # nothing partial left behind
@@ -332,7 +338,8 @@ def test_dataset_status(fresh_root, monkeypatch):
     status = dataset_status("Cora")
     assert (status.status, status.task, status.path) == ("mirror", "node", MIRROR / "Planetoid" / "Cora" / "raw")
     assert status.size_bytes == 572444
-    assert dataset_status("PubMed").status == "missing"
+    assert dataset_status("PubMed").status == "mirror"
+    assert dataset_status("WikiCS").status == "missing"
     assert dataset_status("chem").status == "mirror"
 
     ensure_raw("Cora")
@@ -353,6 +360,8 @@ def test_checksums_json_is_provenance_without_unconfirmed_rebuilds():
     assert "TUDataset/DD/raw/DD_node_labels.txt" in sums
     assert "WikipediaNetwork/chameleon/geom_gcn/raw/out1_node_feature_label.txt" in sums
     assert "Planetoid/PubMed/raw/ind.pubmed.x" in sums
+    for confirmed in ds.CONFIRMED_REBUILDS:  # rebuilt, but byte-identical to the original
+        assert confirmed in sums
 
 
 # --------------------------------------------------------------------------- data checksum

@@ -62,13 +62,19 @@ STATUSES = ("present", "mirror", "missing")
 CHECKSUMS_FILE = Path(__file__).with_name("checksums.json")
 VERIFIED_MARKER = ".fglcore_sha256_verified.json"
 LOCK_FILE = ".fglcore.lock"
-INCOMPLETE_FOLDER = "_incomplete"
 DEFAULT_DOWNLOAD_TIMEOUT_S = 15.0
 
 # Rebuilt mirror files whose bytes are confirmed identical to the original
-# (git blob id equal to the source repository's; mirror README, note 1).
-# Other rebuilt files (DD_A.txt, note 2) have no trusted sum.
-CONFIRMED_REBUILDS = frozenset({"WikipediaNetwork/chameleon/geom_gcn/raw/out1_node_feature_label.txt"})
+# (git blob id equal to the canonical repository's, and for the later five a
+# sha256 equal to an independent Git-LFS record; mirror README, note 1 and
+# "added later"). Other rebuilt files (DD_A.txt, note 2) have no trusted sum.
+CONFIRMED_REBUILDS = frozenset({
+    "WikipediaNetwork/chameleon/geom_gcn/raw/out1_node_feature_label.txt",
+    "Planetoid/PubMed/raw/ind.pubmed.allx",
+    "Amazon/Computers/raw/amazon_electronics_computers.npz",
+    "Coauthor/CS/raw/ms_academic_cs.npz",
+    "Coauthor/Physics/raw/ms_academic_phy.npz",
+})
 
 
 class DatasetUnavailableError(FileNotFoundError):
@@ -392,7 +398,7 @@ def ensure_raw(name: str) -> Path:
     """Make the raw files of ``name`` present under the data root and return its raw folder.
 
     Order: files already there; else a copy of the missing files from the
-    mirror (``<mirror>/<raw_dir>/``, never ``<mirror>/_incomplete/``); else
+    mirror (``<mirror>/<raw_dir>/``); else
     PyG's download. Known sha256 sums are then verified (once per change).
     For a group, every member is ensured and the ``TUDataset`` folder returned.
     """
@@ -478,9 +484,7 @@ def checksums_from_provenance(provenance_tsv: str | os.PathLike) -> dict[str, st
     """Build ``checksums.json`` from the mirror's ``PROVENANCE.tsv``.
 
     Keeps files whose bytes are the original ones: rebuilt files only when
-    confirmed identical (:data:`CONFIRMED_REBUILDS`). Files under
-    ``_incomplete/`` are keyed by their place in PyG's layout, so a complete
-    copy obtained elsewhere is checked too.
+    confirmed identical (:data:`CONFIRMED_REBUILDS`).
     """
     sums: dict[str, str] = {}
     lines = Path(provenance_tsv).read_text().splitlines()
@@ -489,7 +493,7 @@ def checksums_from_provenance(provenance_tsv: str | os.PathLike) -> dict[str, st
         if not line.strip():
             continue
         row = dict(zip(header, line.split("\t")))
-        path = row["file"].removeprefix(f"{INCOMPLETE_FOLDER}/")
+        path = row["file"]
         if "RECONSTRUCTED" in row["source_path"] and path not in CONFIRMED_REBUILDS:
             continue
         sums[path] = row["sha256"]
@@ -612,11 +616,6 @@ def _unavailable(spec: DatasetSpec, raw: Path, missing: list[str], mirror_dir: P
             lines.append(f"Mirror checked: {mirror_dir} (lacks {', '.join(_missing_files(mirror_dir, missing))}).")
         else:
             lines.append(f"Mirror checked: {mirror_dir} (no such folder).")
-        incomplete = mirror_root() / INCOMPLETE_FOLDER / spec.raw_dir
-        if incomplete.is_dir():
-            partial_lacks = _missing_files(incomplete, spec.raw_files)
-            lines.append(f"The mirror's {INCOMPLETE_FOLDER}/{spec.raw_dir}/ holds partial data, never used for "
-                         f"loading; it lacks {', '.join(partial_lacks)}.")
     lines.append(f"PyG's download failed: {type(failure).__name__}: {failure}")
     return DatasetUnavailableError("\n".join(lines), name=spec.name, missing_files=list(missing), raw_dir=raw,
                                    mirror_dir=mirror_dir)
@@ -680,92 +679,16 @@ def _sha256(path: Path) -> str:
 
 # --------------------------------------------------------------------------- structure only
 
-PLANETOID_STRUCTURE_PARTS = ("y", "ty", "ally", "graph", "test.index")
-"""The Planetoid raw files that define the graph, the labels and the public split (no feature file)."""
-
 
 def load_structure(name: str) -> Data:
-    """A Planetoid graph without its node features: ``edge_index``, ``y``, public split masks.
+    """A node dataset's graph without its node features: ``edge_index``, ``y`` and the split masks.
 
-    PubMed's feature file ``ind.pubmed.allx`` is missing offline (the
-    mirror's ``_incomplete/Planetoid/PubMed/raw/`` holds every other raw
-    file), yet its graph and labels are enough for structure statistics such
-    as FedSpray's Table 1 (Fu et al., KDD 2024). This reads only
-    :data:`PLANETOID_STRUCTURE_PARTS` and builds ``edge_index``, ``y`` and
-    the masks exactly as PyG's ``read_planetoid_data`` does (test rows
-    re-ordered by the sorted test index, CiteSeer's isolated test nodes
-    padded with label 0, self-loops dropped, edges coalesced), then makes
-    the graph undirected like :func:`load_node_data`; so node ids, labels and
-    edges equal those of ``load_node_data(name)`` wherever both load. ``x``
-    is ``None``; ``num_classes`` and ``name`` are set.
-
-    Each file is read from the first folder holding it: the data root's raw
-    folder, the mirror's raw folder, then the mirror's ``_incomplete/`` copy
-    (partial datasets are usable here because no feature file is needed).
-    Files with a known sha256 are verified (unless ``FGL_VERIFY_CHECKSUMS=0``).
-    Nothing is copied or written.
+    For structure statistics such as FedSpray's Table 1 (Fu et al., KDD
+    2024): the graph is loaded by :func:`load_node_data` (same node ids,
+    labels, undirected edges and masks) and ``x`` is dropped, so large
+    feature matrices are not kept alive. ``num_classes`` and ``name`` are set.
     """
-    spec = _spec_for_task(name, "node", "load_structure")
-    if spec.pyg_class != "Planetoid":
-        planetoid = [n for n in dataset_names("node") if DATASETS.get(n).pyg_class == "Planetoid"]
-        raise ValueError(f"load_structure reads Planetoid raw files only ({', '.join(planetoid)}); "
-                         f"{name!r} is a {spec.pyg_class} dataset: use load_node_data({name!r})")
-    prefix = spec.name.lower()
-    files = [f"ind.{prefix}.{part}" for part in PLANETOID_STRUCTURE_PARTS]
-    folders = [data_root() / spec.raw_dir]
-    mirror = mirror_root()
-    if mirror is not None:
-        folders += [mirror / spec.raw_dir, mirror / INCOMPLETE_FOLDER / spec.raw_dir]
-    paths: dict[str, Path] = {}
-    for file in files:
-        found = next((folder / file for folder in folders if (folder / file).is_file()), None)
-        if found is None:
-            where = ", ".join(str(f) for f in folders)
-            if mirror is None:
-                where += " (FGL_DATA_MIRROR is not set)"
-            raise DatasetUnavailableError(
-                f"structure of dataset {spec.name!r}: raw file {file} not found; looked in {where}. "
-                f"Put it in {folders[0]}",
-                name=spec.name, missing_files=[file], raw_dir=folders[0],
-                mirror_dir=None if mirror is None else mirror / spec.raw_dir)
-        paths[file] = found
-    if checksums_enabled():
-        sums = known_checksums()
-        bad = [(path, sums[f"{spec.raw_dir}/{file}"], _sha256(path)) for file, path in paths.items()
-               if f"{spec.raw_dir}/{file}" in sums]
-        bad = [entry for entry in bad if entry[1] != entry[2]]
-        if bad:
-            lines = [f"sha256 mismatch in the structure files of dataset {spec.name!r}:"]
-            lines += [f"  {path}: expected {exp}, got {act}" for path, exp, act in bad]
-            lines.append("Replace them with the original files, or set FGL_VERIFY_CHECKSUMS=0 to skip this check.")
-            raise ChecksumMismatchError("\n".join(lines), mismatches=bad)
-    return _planetoid_structure(paths, files, spec.name)
-
-
-def _planetoid_structure(paths: dict[str, Path], files: list[str], name: str) -> Data:
-    """PyG's ``read_planetoid_data`` without ``x``, ``tx`` and ``allx`` (same node order and edges)."""
-    from torch_geometric.io.planetoid import edge_index_from_dict, read_file
-    from torch_geometric.transforms import ToUndirected
-    from torch_geometric.utils import index_to_mask
-
-    read = {part: read_file(str(paths[file].parent), name.lower(), part)
-            for part, file in zip(PLANETOID_STRUCTURE_PARTS, files)}
-    y, ty, ally, graph, test_index = (read[p] for p in PLANETOID_STRUCTURE_PARTS)
-    sorted_test_index = test_index.sort()[0]
-    if name.lower() == "citeseer":  # isolated test nodes: zero rows, as PyG pads tx/ty
-        size = int(test_index.max() - test_index.min()) + 1
-        ty_ext = torch.zeros(size, ty.size(1), dtype=ty.dtype)
-        ty_ext[sorted_test_index - test_index.min(), :] = ty
-        ty = ty_ext
-    labels = torch.cat([ally, ty], dim=0).max(dim=1)[1]
-    labels[test_index] = labels[sorted_test_index]
-    n = labels.size(0)
-    data = Data(edge_index=edge_index_from_dict(graph_dict=graph, num_nodes=n), y=labels, num_nodes=n)
-    data.train_mask = index_to_mask(torch.arange(y.size(0)), size=n)
-    data.val_mask = index_to_mask(torch.arange(y.size(0), y.size(0) + 500), size=n)
-    data.test_mask = index_to_mask(test_index, size=n)
-    if not data.is_undirected():
-        data = ToUndirected()(data)
-    data.num_classes = int(labels.max()) + 1
-    data.name = name
+    data = load_node_data(name)
+    data.num_nodes = data.num_nodes  # fixed before x goes: PyG would otherwise infer it from edges
+    data.x = None
     return data
