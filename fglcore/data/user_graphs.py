@@ -72,7 +72,7 @@ def read_user_dataset(path: Path) -> Data | UserGraphDataset:
         return _node_graph(content, source, name)
     if isinstance(content, (list, tuple)) and content and all(isinstance(g, Data) for g in content):
         return _graph_dataset(list(content), source, name)
-    if isinstance(content, tuple) and len(content) in (2, 3, 4) and isinstance(content[1], dict):
+    if isinstance(content, tuple) and len(content) in (2, 3, 4) and isinstance(content[1], (dict, type(None))):
         dataset = _processed_dataset(content, source, name)
         if len(dataset) == 1:  # one graph: a node dataset stored as PyG stores Cora
             return _node_graph(dataset[0], source, name)
@@ -133,9 +133,12 @@ def _safe_load(path: Path) -> Any:
                                                EdgeStorage]):
             return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
-        detail = next((line.strip() for line in str(err).splitlines() if "Unsupported global" in line), "")
+        detail = next((line.strip() for line in str(err).splitlines() if "global" in line.lower()), "")
+        if not detail:  # not a pickle torch.save wrote (a text file, a truncated file)
+            raise UserDatasetError(f"{path}: not readable as a file written by torch.save ({_last_line(err)})") \
+                from None
         raise UserDatasetError(
-            f"{path}: holds objects other than tensors and PyG Data ({detail or 'refused by weights_only'}); "
+            f"{path}: holds objects other than tensors and PyG Data ({detail}); "
             f"such files are not loaded because unpickling them can run code. Save a Data whose attributes "
             f"are tensors, ints or strings (convert numpy arrays with torch.from_numpy)") from None
     except (RuntimeError, EOFError, OSError, ValueError) as err:
@@ -143,8 +146,16 @@ def _safe_load(path: Path) -> Any:
                                f"({type(err).__name__}: {err})") from None
 
 
+def _last_line(err: BaseException) -> str:
+    lines = [line.strip() for line in str(err).splitlines() if line.strip() and "documentation" not in line]
+    return lines[-1] if lines else type(err).__name__
+
+
 def _processed_dataset(content: tuple, source: Path, name: str) -> UserGraphDataset:
-    """PyG's processed format: ``(data, slices)``, ``(data, slices, data_cls)`` or ``(data, slices, sizes, data_cls)``."""
+    """PyG's processed format: ``(data, slices)``, ``(data, slices, data_cls)`` or ``(data, slices, sizes, data_cls)``.
+
+    ``slices`` is ``None`` when PyG saved a single graph (the dataset then has length 1).
+    """
     data, slices = content[0], content[1]
     data_cls = content[-1] if len(content) in (3, 4) else Data
     if data_cls is not Data:
@@ -152,7 +163,7 @@ def _processed_dataset(content: tuple, source: Path, name: str) -> UserGraphData
                                f"only homogeneous torch_geometric.data.Data graphs are accepted")
     if isinstance(data, dict):
         data = Data.from_dict(data)
-    if not isinstance(data, Data) or not all(isinstance(v, Tensor) for v in slices.values()):
+    if not isinstance(data, Data) or not all(isinstance(v, Tensor) for v in (slices or {}).values()):
         raise UserDatasetError(f"{source}: not a PyG InMemoryDataset processed file (expected collated Data and "
                                f"a dict of slice tensors)")
     return UserGraphDataset(data, slices, name)
