@@ -102,6 +102,8 @@ def test_unknown_name_says_how_to_use_your_own():
     assert 'README.md, section "Use your own dataset"' in message and "torch.save" in message
     assert all(name in message for name in dataset_names())
     assert isinstance(info.value, ConfigError) and isinstance(info.value, UnknownNameError)
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "\n## Use your own dataset\n" in readme  # the section the message points to
 
 
 def test_specs_follow_pyg_layout():

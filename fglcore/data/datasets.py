@@ -1,15 +1,16 @@
 """The dataset registry: benchmark graphs by the names the papers print.
 
 Every dataset is loaded through PyTorch Geometric's own class (``Planetoid``,
-``WikipediaNetwork``, ``TUDataset``, ``Amazon``, ``Coauthor``, ``WikiCS``,
-``Flickr``, ``HeterophilousGraphDataset``) under the data root
+``WikipediaNetwork``, ``WebKB``, ``Actor``, ``TUDataset``, ``Amazon``,
+``Coauthor``, ``WikiCS``, ``Flickr``, ``HeterophilousGraphDataset``) under the data root
 :func:`fglcore.paths.data_root` (``FGL_DATA``), in PyG's folder layout.
 Loading a dataset is two steps:
 
 1. :func:`ensure_raw` makes its raw files present under the data root. Files
    already there are used as they are. Missing files are copied from the
    offline mirror :func:`fglcore.paths.mirror_root` (``FGL_DATA_MIRROR``, a
-   folder in the same layout) when it holds every one of them; otherwise PyG
+   folder in the same layout) when it holds every one of them (with them, the
+   optional files the mirror has, e.g. a TU dataset's edge labels); otherwise PyG
    downloads them, with short connect/read timeouts (``FGL_DOWNLOAD_TIMEOUT``
    seconds, default 15) so that a machine without internet fails in seconds. Raw files with a known sha256
    (``checksums.json``) are verified once after they change; a marker in the
@@ -57,7 +58,6 @@ import functools
 import hashlib
 import json
 import os
-import pickle
 import shutil
 import socket
 import uuid
