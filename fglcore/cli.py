@@ -44,7 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     stop.add_argument("papers", nargs="*")
     stop.add_argument("--profile", default="quick", help="smoke | quick | full (default quick)")
 
-    sub.add_parser("datasets", help="list datasets and whether they are present, in the mirror or missing")
+    datasets = sub.add_parser("datasets", help="list datasets and whether they are present, in the mirror or missing")
+    datasets.add_argument("datasets", nargs="*", metavar="NAME_OR_PATH",
+                          help="names or paths of your own graphs to describe (default: every registered dataset)")
     sub.add_parser("algorithms", help="list registered algorithms")
     return parser
 
@@ -205,14 +207,10 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _datasets(_: argparse.Namespace) -> int:
-    from fglcore.data.datasets import dataset_names, dataset_status
+def _datasets(args: argparse.Namespace) -> int:
+    from fglcore.data.datasets import datasets_table
 
-    print(f"{'name':<16}{'task':<7}{'status':<9}{'size':>10}  path")
-    for name in dataset_names():
-        s = dataset_status(name)
-        size = f"{s.size_bytes / 2**20:.1f} MiB" if s.size_bytes else "-"
-        print(f"{s.name:<16}{s.task:<7}{s.status:<9}{size:>10}  {s.path}")
+    print(datasets_table(args.datasets))
     return 0
 
 

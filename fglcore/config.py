@@ -86,7 +86,7 @@ def registry_choices() -> dict[str, Callable[[], list[str]]]:
     from fglcore.models import MODELS
 
     return {
-        "dataset": DATASETS.names,
+        "dataset": DATASETS.names,  # or a path to a user's graph: check_value defers to check_dataset
         "datasets": DATASETS.names,
         "partition": PARTITIONERS.names,
         "partitions": PARTITIONERS.names,
@@ -127,11 +127,23 @@ def check_range(key: str, value: Any) -> None:
         raise ConfigError(f"{key}: must be in [0, 1), got {value}")
 
 
+DATASET_KEYS = ("dataset", "datasets")
+"""Keys whose values are registered dataset names or paths to a user's graph (checked by ``check_dataset``)."""
+
+
 def check_value(key: str, value: Any) -> None:
     """Choice and range checks shared by configs and notebook parameters."""
     base = key.split(".")[-1]
     choices = registry_choices()
-    if base in choices:
+    if base in DATASET_KEYS:
+        from fglcore.data.datasets import check_dataset
+
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            try:
+                check_dataset(v)
+            except ConfigError as err:
+                raise type(err)(f"{key}: {err}") from None
+    elif base in choices:
         check_choice(key, value, choices[base]())
     elif base in FIXED_CHOICES:
         check_choice(key, value, FIXED_CHOICES[base])
@@ -210,11 +222,11 @@ class ExperimentConfig:
         if len(ratios) != 3 or any(r < 0 for r in ratios) or abs(sum(ratios) - 1) > 1e-6:
             raise ConfigError(f"split_ratios: expected three non-negative fractions summing to 1 (train, val, test), got {ratios}")
         from fglcore.algorithms import ALGORITHMS
-        from fglcore.data.datasets import DATASETS
+        from fglcore.data.datasets import dataset_info
         from fglcore.data.partition import PARTITIONERS
         from fglcore.data.splits import SPLITS
 
-        task = DATASETS.get(self.dataset).task
+        task = dataset_info(self.dataset).task
         algorithm = ALGORITHMS.get(self.algorithm)
         if task not in algorithm.tasks:
             raise ConfigError(

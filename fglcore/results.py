@@ -8,7 +8,8 @@ column              meaning
 ==================  ====================================================================
 ``paper``           paper id the run belongs to (``fedspray``, ``opfgl``, ...; may be ``""``)
 ``table``           table (or figure) of that paper, e.g. ``"2"``; may be ``""``
-``dataset``         dataset name as registered in :mod:`fglcore.data.datasets`
+``dataset``         dataset name as registered in :mod:`fglcore.data.datasets`; for a user's graph
+                    ``<file stem>@<sha8>`` (:func:`~fglcore.data.datasets.dataset_label`)
 ``partition``       partitioner name
 ``num_clients``     number of clients
 ``method``          algorithm name (``ExperimentConfig.algorithm``)
@@ -133,6 +134,10 @@ RUN_LABEL_KEYS = frozenset({"paper", "table", "setting"})
 def _hash(config: ExperimentConfig | Mapping[str, Any], ignored: frozenset[str], *,
           fill_defaults: bool = False) -> str:
     values = {k: v for k, v in _config_dict(config).items() if k not in ignored}
+    if "dataset" in values:  # a user's graph is identified by its content, not by where it lies
+        from fglcore.data.datasets import dataset_label
+
+        values["dataset"] = dataset_label(values["dataset"])
     if fill_defaults:
         from fglcore.algorithms import ALGORITHMS
 
@@ -206,10 +211,12 @@ def rows_from_result(config: ExperimentConfig, result: RunResult, *, per_client:
     and ``curve`` the test accuracy of every evaluated round
     (``accuracy[round=R]``); see the module docstring.
     """
+    from fglcore.data.datasets import dataset_label
+
     labels = {
         "paper": config.paper,
         "table": config.table,
-        "dataset": config.dataset,
+        "dataset": dataset_label(config.dataset),
         "partition": config.partition,
         "num_clients": config.num_clients,
         "method": config.algorithm,

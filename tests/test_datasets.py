@@ -30,6 +30,7 @@ from fglcore.data.datasets import (
     load_graph_dataset,
     load_node_data,
 )
+from fglcore.config import ConfigError
 from fglcore.registry import UnknownNameError
 
 MIRROR = Path(os.environ.get("FGL_DATA_MIRROR") or Path(__file__).resolve().parents[2] / "shared" / "data").resolve()
@@ -82,13 +83,27 @@ def test_names_by_task_and_unknown_name():
         assert name in node
     for name in ["MUTAG", "BZR", "COX2", "DHFR", "PTC_MR", "AIDS", "NCI1", "ENZYMES", "DD", "PROTEINS", "COLLAB",
                  "IMDB-BINARY", "IMDB-MULTI", "Letter-low", "Letter-med", "Letter-high", "chem", "biochem",
-                 "biochemsn", "biosncv"]:
+                 "biochemsn", "biosncv", *ds.EXTRA_TU]:
         assert name in graph
+    for name in ["Texas", "Cornell", "Wisconsin", "Actor", "Minesweeper", "Tolokers", "Questions"]:
+        assert name in node
     assert sorted(node + graph) == dataset_names()
     with pytest.raises(ValueError, match="task"):
         dataset_names("edge")
     with pytest.raises(UnknownNameError, match="did you mean 'Cora'.*accepted:.*CiteSeer"):
         load_node_data("Corra")
+
+
+def test_unknown_name_says_how_to_use_your_own():
+    with pytest.raises(ds.UnknownDatasetError) as info:
+        ds.check_dataset("roman-empire")
+    message = str(info.value)
+    assert "did you mean 'Roman-empire'?" in message  # case slips are matched too
+    assert 'README.md, section "Use your own dataset"' in message and "torch.save" in message
+    assert all(name in message for name in dataset_names())
+    assert isinstance(info.value, ConfigError) and isinstance(info.value, UnknownNameError)
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "\n## Use your own dataset\n" in readme  # the section the message points to
 
 
 def test_specs_follow_pyg_layout():
@@ -107,6 +122,45 @@ def test_specs_follow_pyg_layout():
         assert spec.is_group or (spec.raw_files and spec.builder is not None), name
 
 
+class _Captured(Exception):
+    """Raised by a stubbed ``Dataset.__init__``: carries the PyG object before it touches any file."""
+
+
+@pytest.mark.parametrize("name", [n for n in dataset_names() if not DATASETS.get(n).is_group])
+def test_raw_files_are_what_the_pyg_class_reads(name, monkeypatch, tmp_path):
+    """Each spec's folder and files, against the PyG 2.8 class itself (constructed, never downloaded)."""
+    from torch_geometric.data.dataset import Dataset
+
+    def capture(self, root=None, *args, **kwargs):
+        self.root = root
+        raise _Captured(self)
+
+    monkeypatch.setattr(Dataset, "__init__", capture)
+    spec = DATASETS.get(name)
+    with pytest.raises(_Captured) as info:
+        spec.builder(tmp_path)
+    pyg = info.value.args[0]
+    assert type(pyg).__name__ == spec.pyg_class
+    files = pyg.raw_file_names
+    files = (files,) if isinstance(files, str) else tuple(files)
+    assert Path(pyg.raw_dir) == tmp_path / spec.raw_dir
+    if spec.pyg_class == "TUDataset":  # PyG requires A and graph_indicator and reads the other parts if present
+        assert set(files) <= set(spec.raw_files) and f"{name}_graph_labels.txt" in spec.raw_files
+        assert not set(spec.optional_files) & set(spec.raw_files)
+    else:
+        assert spec.raw_files == files
+
+
+def test_new_families_follow_pyg_layout():
+    assert DATASETS.get("Texas").raw_dir == "WebKB/texas/raw"
+    assert DATASETS.get("Actor").raw_files[2] == "film_split_0.6_0.2_0.npz"
+    assert DATASETS.get("Minesweeper").raw_files == ("minesweeper.npz",)
+    assert DATASETS.get("REDDIT-BINARY").degree_profile and DATASETS.get("REDDIT-BINARY").degree_features is None
+    assert DATASETS.get("FRANKENSTEIN").use_node_attr
+    assert "MSRC_21_edge_labels.txt" in DATASETS.get("MSRC_21").optional_files
+    assert DATASETS.get("MUTAG").optional_files == ()  # pinned by the mirror: exactly its files
+
+
 def test_group_members_are_fedstar_settings():
     chem = ["MUTAG", "BZR", "COX2", "DHFR", "PTC_MR", "AIDS", "NCI1"]
     assert group_members("chem") == chem
@@ -118,7 +172,8 @@ def test_group_members_are_fedstar_settings():
         group_members("Cora")
     with pytest.raises(ValueError, match="group_members"):
         load_graph_dataset("chem")
-    with pytest.raises(ValueError, match="graph-level"):
+    with pytest.raises(ds.DatasetTaskError, match="'MUTAG' is a graph-classification dataset, but a "
+                                                "node-classification dataset is needed"):
         load_node_data("MUTAG")
 
 
@@ -240,6 +295,94 @@ def test_missing_without_mirror_says_none_checked(fresh_root, no_network, monkey
     monkeypatch.delenv("FGL_DATA_MIRROR")
     with pytest.raises(DatasetUnavailableError, match="FGL_DATA_MIRROR is not set"):
         ensure_raw("COLLAB")
+
+
+@pytest.mark.parametrize("name, loader", [("Texas", load_node_data), ("Actor", load_node_data),
+                                          ("Minesweeper", load_node_data), ("REDDIT-BINARY", load_graph_dataset),
+                                          ("MSRC_21", load_graph_dataset)])
+def test_new_families_offline_are_missing_with_a_clear_error(fresh_root, no_network, monkeypatch, tmp_path, name,
+                                                             loader):
+    """Not in the mirror and no network: status missing, and loading fails at once naming the files."""
+    import time
+
+    monkeypatch.setenv("FGL_DATA_MIRROR", str(tmp_path / "empty-mirror"))
+    monkeypatch.setenv("FGL_DOWNLOAD_TIMEOUT", "0.5")
+    assert dataset_status(name).status == "missing"
+    spec = DATASETS.get(name)
+    start = time.monotonic()
+    with pytest.raises(DatasetUnavailableError) as info:
+        loader(name)
+    assert time.monotonic() - start < 10
+    assert spec.raw_files[0] in str(info.value) and str(fresh_root / spec.raw_dir) in str(info.value)
+    assert info.value.missing_files == list(spec.raw_files)
+
+
+def _write_geom_gcn(raw: Path, prefix: str, n: int = 12) -> None:
+    """A tiny graph in Geom-GCN's raw format (features/labels, directed edges, ten 60/20/20 split files)."""
+    import numpy as np
+
+    raw.mkdir(parents=True)
+    lines = ["node_id\tfeature\tlabel"] + [f"{i}\t{i % 2},{1 - i % 2},{i % 3}\t{i % 3}" for i in range(n)]
+    (raw / "out1_node_feature_label.txt").write_text("\n".join(lines) + "\n")
+    edges = ["node_id\tnode_id"] + [f"{i}\t{(i + 1) % n}" for i in range(n)]
+    (raw / "out1_graph_edges.txt").write_text("\n".join(edges) + "\n")
+    for k in range(10):
+        order = np.random.default_rng(k).permutation(n)
+        masks = {key: np.zeros(n, dtype=bool) for key in ("train_mask", "val_mask", "test_mask")}
+        masks["train_mask"][order[:7]], masks["val_mask"][order[7:9]], masks["test_mask"][order[9:]] = True, True, True
+        np.savez(raw / f"{prefix}_split_0.6_0.2_{k}.npz", **masks)
+
+
+def test_webkb_from_a_mirror_keeps_ten_splits_like_chameleon(fresh_root, tmp_path, monkeypatch):
+    """WebKB's directed Geom-GCN edges are symmetrised and its [N, 10] masks kept, as for Chameleon."""
+    from fglcore.data.splits import node_split_masks
+
+    _write_geom_gcn(tmp_path / "mirror" / "WebKB" / "texas" / "raw", "texas")
+    monkeypatch.setenv("FGL_DATA_MIRROR", str(tmp_path / "mirror"))
+    assert dataset_status("Texas").status == "mirror"
+    data = load_node_data("Texas")
+    assert data.name == "Texas" and data.num_classes == 3 and data.num_nodes == 12
+    assert data.is_undirected() and data.num_edges == 24
+    assert data.train_mask.shape == data.val_mask.shape == data.test_mask.shape == (12, 10)
+    assert [int(m[:, 0].sum()) for m in (data.train_mask, data.val_mask, data.test_mask)] == [7, 2, 3]
+    with pytest.raises(ValueError, match="1-D masks"):  # the dataset-mask splits refuse ten splits ...
+        node_split_masks("planetoid_public", data, torch.zeros(12, dtype=torch.long), None, 0)
+    train, _, _ = node_split_masks("per_client_random", data, torch.zeros(12, dtype=torch.long), [0.5, 0.25, 0.25], 0)
+    assert int(train.sum()) == 6  # ... and a random protocol draws its own
+    assert (fresh_root / "WebKB" / "texas" / "processed").is_dir()
+
+
+def test_tu_optional_files_come_along_from_the_mirror(fresh_root, tmp_path, monkeypatch):
+    """A TU dataset with files beyond the required ones: the mirror's extras are copied and read by PyG."""
+    raw = tmp_path / "mirror" / "TUDataset" / "MSRC_9" / "raw"
+    raw.mkdir(parents=True)
+    # two graphs: a triangle (nodes 1-3) and an edge (nodes 4-5), 1-based as in the TU format
+    (raw / "MSRC_9_A.txt").write_text("1, 2\n2, 1\n2, 3\n3, 2\n1, 3\n3, 1\n4, 5\n5, 4\n")
+    (raw / "MSRC_9_graph_indicator.txt").write_text("1\n1\n1\n2\n2\n")
+    (raw / "MSRC_9_graph_labels.txt").write_text("1\n2\n")
+    (raw / "MSRC_9_node_labels.txt").write_text("1\n2\n3\n1\n2\n")
+    (raw / "MSRC_9_edge_labels.txt").write_text("1\n1\n2\n2\n1\n1\n2\n2\n")
+    (raw / "README.txt").write_text("tiny stand-in\n")
+    monkeypatch.setenv("FGL_DATA_MIRROR", str(tmp_path / "mirror"))
+    assert dataset_status("MSRC_9").status == "mirror"
+    dataset = load_graph_dataset("MSRC_9")
+    copied = sorted(os.listdir(fresh_root / "TUDataset" / "MSRC_9" / "raw"))
+    assert "MSRC_9_edge_labels.txt" in copied and "README.txt" in copied
+    assert (len(dataset), dataset.num_classes, dataset.num_node_features) == (2, 2, 3)
+    assert dataset[0].edge_attr is not None  # PyG read the optional edge labels
+    assert torch.equal(dataset[0].x.argmax(dim=1), torch.tensor([0, 1, 2]))
+
+
+def test_degree_profile_features_for_reddit(fresh_root, tmp_path, monkeypatch):
+    raw = tmp_path / "mirror" / "TUDataset" / "REDDIT-BINARY" / "raw"
+    raw.mkdir(parents=True)
+    (raw / "REDDIT-BINARY_A.txt").write_text("1, 2\n2, 1\n1, 3\n3, 1\n4, 5\n5, 4\n")
+    (raw / "REDDIT-BINARY_graph_indicator.txt").write_text("1\n1\n1\n2\n2\n")
+    (raw / "REDDIT-BINARY_graph_labels.txt").write_text("-1\n1\n")
+    monkeypatch.setenv("FGL_DATA_MIRROR", str(tmp_path / "mirror"))
+    dataset = load_graph_dataset("REDDIT-BINARY")
+    assert dataset.num_node_features == 5 and dataset.num_classes == 2
+    assert dataset[0].x[:, 0].tolist() == [2.0, 1.0, 1.0]  # LocalDegreeProfile: degree first
 
 
 @pytest.mark.parametrize("name, pyg_class", [("PubMed", "Planetoid"), ("Photo", "Amazon")])

@@ -1,15 +1,16 @@
 """The dataset registry: benchmark graphs by the names the papers print.
 
 Every dataset is loaded through PyTorch Geometric's own class (``Planetoid``,
-``WikipediaNetwork``, ``TUDataset``, ``Amazon``, ``Coauthor``, ``WikiCS``,
-``Flickr``, ``HeterophilousGraphDataset``) under the data root
+``WikipediaNetwork``, ``WebKB``, ``Actor``, ``TUDataset``, ``Amazon``,
+``Coauthor``, ``WikiCS``, ``Flickr``, ``HeterophilousGraphDataset``) under the data root
 :func:`fglcore.paths.data_root` (``FGL_DATA``), in PyG's folder layout.
 Loading a dataset is two steps:
 
 1. :func:`ensure_raw` makes its raw files present under the data root. Files
    already there are used as they are. Missing files are copied from the
    offline mirror :func:`fglcore.paths.mirror_root` (``FGL_DATA_MIRROR``, a
-   folder in the same layout) when it holds every one of them; otherwise PyG
+   folder in the same layout) when it holds every one of them (with them, the
+   optional files the mirror has, e.g. a TU dataset's edge labels); otherwise PyG
    downloads them, with short connect/read timeouts (``FGL_DOWNLOAD_TIMEOUT``
    seconds, default 15) so that a machine without internet fails in seconds. Raw files with a known sha256
    (``checksums.json``) are verified once after they change; a marker in the
@@ -31,11 +32,28 @@ one-hot features, ``OneHotDegree(max_degree)`` features for the social
 datasets that have none (COLLAB 491, IMDB-BINARY 135, IMDB-MULTI 88) and the
 2-d node coordinates of the Letter datasets (``use_node_attr=True``). Its four
 settings are registered as groups: ``chem``, ``biochem``, ``biochemsn`` and
-``biosncv``.
+``biosncv``. Further TU datasets used across FGL benchmarks are registered
+with the same rules (:data:`EXTRA_TU`); the REDDIT and GitHub social graphs,
+whose maximum degrees (thousands) make one-hot degrees infeasible, get PyG's
+``LocalDegreeProfile`` (5 features: degree and min/max/mean/std of the
+neighbours' degrees; Cai & Wang 2018) instead.
+
+A user's own graph is accepted wherever a registered name is: a path to a
+file written by ``torch.save`` holding a PyG ``Data`` (node classification),
+a list of ``Data`` (graph classification), or a PyG ``InMemoryDataset``
+folder with its ``processed/`` file (or that file itself). A value is a
+path when it contains a path separator, starts with ``~`` or ends in
+``.pt``/``.pth`` (:func:`is_dataset_path`); no registered name does.
+:func:`dataset_info` answers a name's or a path's task before any heavy
+work, :func:`check_dataset` is the check configuration and notebook
+validation call, and :func:`dataset_label` is what result rows record: the
+registered name, or ``<file stem>@<first 8 hex digits of the file's
+sha256>`` for a user's graph (README, "Use your own dataset").
 """
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
 import hashlib
 import json
@@ -52,10 +70,16 @@ import torch
 from filelock import FileLock
 from torch_geometric.data import Data, InMemoryDataset
 
+from fglcore.config import ConfigError
 from fglcore.paths import data_root, env_switch, mirror_root
-from fglcore.registry import Registry
+from fglcore.registry import Registry, UnknownNameError
 
 TASKS = ("node", "graph")
+TASK_NAMES = {"node": "node-classification", "graph": "graph-classification"}
+USER_FILE_SUFFIXES = (".pt", ".pth")
+README_SECTION = 'README.md, section "Use your own dataset"'
+TU_PARTS = ("A", "graph_indicator", "graph_labels", "node_labels", "node_attributes", "edge_labels",
+            "edge_attributes", "graph_attributes")
 PLANETOID_SPLITS = ("public", "full")
 STATUSES = ("present", "mirror", "missing")
 
@@ -92,6 +116,25 @@ class DatasetUnavailableError(FileNotFoundError):
         return str(self.args[0])
 
 
+class DatasetError(ConfigError):
+    """A dataset value (registered name or path to a user's graph) is not accepted; the message says why."""
+
+
+class UnknownDatasetError(DatasetError, UnknownNameError):
+    """Neither a registered name nor a path: the message lists the names, a close match and the README section."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class DatasetTaskError(DatasetError):
+    """A node-classification dataset where a graph-classification one is needed, or the reverse."""
+
+
+class UserDatasetError(DatasetError):
+    """A user's graph file or folder is missing or malformed; the message names the file, the field and what is expected."""
+
+
 class ChecksumMismatchError(RuntimeError):
     """A raw file's sha256 differs from the recorded one."""
 
@@ -105,9 +148,13 @@ class DatasetSpec:
     """How to obtain and load one registered dataset (or one group of TU datasets).
 
     ``raw_dir`` is relative to the data root and to the mirror, in PyG's
-    layout; ``raw_files`` are the files PyG reads there. A group has
-    ``members`` (one TU dataset per client), ``raw_dir="TUDataset"`` and no
-    raw files of its own.
+    layout; ``raw_files`` are the files PyG reads there, all required.
+    ``optional_files`` are copied from the mirror too when it has them (TU
+    files such as ``<NAME>_edge_labels.txt`` that PyG reads if present) but
+    decide nothing about availability. A group has ``members`` (one TU
+    dataset per client), ``raw_dir="TUDataset"`` and no raw files of its own.
+    ``degree_features`` (``OneHotDegree(max_degree)``) or ``degree_profile``
+    (``LocalDegreeProfile``) give node features to TU data that has none.
     """
 
     name: str
@@ -119,6 +166,8 @@ class DatasetSpec:
     pyg_class: str = ""
     use_node_attr: bool = False
     degree_features: int | None = None  # OneHotDegree(max_degree) for TU data without node features
+    degree_profile: bool = False  # LocalDegreeProfile for TU data without node features and with huge degrees
+    optional_files: tuple[str, ...] = ()
     builder: Callable[..., InMemoryDataset] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -148,12 +197,32 @@ class DatasetStatus:
 DATASETS: Registry[DatasetSpec] = Registry("dataset")
 
 
+def is_dataset_path(value: str | os.PathLike) -> bool:
+    """Whether a dataset value names a user's file or folder rather than a registered dataset.
+
+    A path object, or a string containing a path separator (``/``, or the
+    platform's), starting with ``~`` or ending in ``.pt``/``.pth``. No
+    registered name has any of these (checked at registration), so
+    ``"Cora"`` is always the registered Cora and ``"./Cora"`` always a path.
+    """
+    if isinstance(value, os.PathLike):
+        return True
+    if not isinstance(value, str):
+        return False
+    separators = {"/", os.sep} | ({os.altsep} if os.altsep else set())
+    return (any(sep in value for sep in separators) or value.startswith("~")
+            or value.lower().endswith(USER_FILE_SUFFIXES))
+
+
 # --------------------------------------------------------------------------- registration
 
 
 def _register(spec: DatasetSpec) -> None:
     if spec.task not in TASKS:
         raise ValueError(f"dataset {spec.name!r}: task must be one of {TASKS}, got {spec.task!r}")
+    if is_dataset_path(spec.name):
+        raise ValueError(f"dataset {spec.name!r}: a registered name must not look like a path "
+                         f"(no path separator, no leading '~', no {'/'.join(USER_FILE_SUFFIXES)} suffix)")
     DATASETS.register(spec.name, spec)
 
 
@@ -175,10 +244,37 @@ def _wikipedia_network(name: str, pyg_name: str, description: str) -> None:
 
         return WikipediaNetwork(str(root / "WikipediaNetwork"), pyg_name, geom_gcn_preprocess=True)
 
-    files = ("out1_node_feature_label.txt", "out1_graph_edges.txt") + tuple(
-        f"{pyg_name}_split_0.6_0.2_{i}.npz" for i in range(10))
-    _register(DatasetSpec(name, "node", f"WikipediaNetwork/{pyg_name}/geom_gcn/raw", files,
+    _register(DatasetSpec(name, "node", f"WikipediaNetwork/{pyg_name}/geom_gcn/raw", _geom_gcn_files(pyg_name),
                           description=description, pyg_class="WikipediaNetwork", builder=build))
+
+
+def _geom_gcn_files(prefix: str) -> tuple[str, ...]:
+    """The raw files of Geom-GCN's preprocessing (Pei et al. 2020): features/labels, edges, ten 60/20/20 splits."""
+    return ("out1_node_feature_label.txt", "out1_graph_edges.txt") + tuple(
+        f"{prefix}_split_0.6_0.2_{i}.npz" for i in range(10))
+
+
+def _webkb(name: str, description: str) -> None:
+    pyg_name = name.lower()
+
+    def build(root: Path) -> InMemoryDataset:
+        from torch_geometric.datasets import WebKB
+
+        return WebKB(str(root / "WebKB"), pyg_name)
+
+    _register(DatasetSpec(name, "node", f"WebKB/{pyg_name}/raw", _geom_gcn_files(pyg_name), description=description,
+                          pyg_class="WebKB", builder=build))
+
+
+def _actor() -> None:
+    def build(root: Path) -> InMemoryDataset:
+        from torch_geometric.datasets import Actor
+
+        return Actor(str(root / "Actor"))
+
+    _register(DatasetSpec("Actor", "node", "Actor/raw", _geom_gcn_files("film"), pyg_class="Actor", builder=build,
+                          description="actor co-occurrence graph, Geom-GCN preprocessing (Pei et al. 2020): "
+                                      "7600 nodes, 932 features, 5 classes, 10 splits 60/20/20"))
 
 
 def _amazon(name: str, description: str) -> None:
@@ -235,20 +331,32 @@ def _flickr() -> None:
 
 
 def _tu(name: str, parts: tuple[str, ...], description: str, *, use_node_attr: bool = False,
-        degree_features: int | None = None) -> None:
+        degree_features: int | None = None, degree_profile: bool = False, optional: bool = False) -> None:
+    """Register TU dataset ``name``; ``parts`` are the ``<name>_<part>.txt`` files it needs.
+
+    With ``optional``, the other TU parts and the readme files are copied
+    from the mirror as well when it has them (datasets whose complete file
+    list is not pinned by the mirror).
+    """
     def build(root: Path, force_reload: bool = False) -> InMemoryDataset:
         from torch_geometric.datasets import TUDataset
-        from torch_geometric.transforms import OneHotDegree
+        from torch_geometric.transforms import LocalDegreeProfile, OneHotDegree
 
         # FedStar's code applies OneHotDegree(max_degree, cat=False) as a pre_transform.
         pre_transform = OneHotDegree(degree_features, cat=False) if degree_features is not None else None
+        if degree_profile:
+            pre_transform = LocalDegreeProfile()
         return TUDataset(str(root / "TUDataset"), name, use_node_attr=use_node_attr,
                          pre_transform=pre_transform, force_reload=force_reload)
 
     files = tuple(f"{name}_{part}.txt" for part in parts)
+    extra = ()
+    if optional:
+        extra = tuple(f"{name}_{part}.txt" for part in TU_PARTS if part not in parts)
+        extra += ("README.txt", f"{name}_label_readme.txt")
     _register(DatasetSpec(name, "graph", f"TUDataset/{name}/raw", files, description=description,
-                          pyg_class="TUDataset", use_node_attr=use_node_attr,
-                          degree_features=degree_features, builder=build))
+                          pyg_class="TUDataset", use_node_attr=use_node_attr, degree_features=degree_features,
+                          degree_profile=degree_profile, optional_files=extra, builder=build))
 
 
 def _group(name: str, members: tuple[str, ...], description: str) -> None:
@@ -272,6 +380,19 @@ _wikics()
 _flickr()
 _heterophilous("Amazon-ratings", "heterophilous product graph (Platonov et al. 2023): 24492 nodes, 5 classes")
 _heterophilous("Roman-empire", "heterophilous word graph (Platonov et al. 2023): 22662 nodes, 18 classes")
+_heterophilous("Minesweeper", "heterophilous synthetic grid (Platonov et al. 2023): 10000 nodes, 2 classes "
+               "(the paper reports ROC AUC)")
+_heterophilous("Tolokers", "heterophilous crowd-worker graph (Platonov et al. 2023): 11758 nodes, 2 classes "
+               "(the paper reports ROC AUC)")
+_heterophilous("Questions", "heterophilous question-answering graph (Platonov et al. 2023): 48921 nodes, 2 classes "
+               "(the paper reports ROC AUC)")
+_webkb("Cornell", "WebKB web-page graph, Geom-GCN preprocessing (Pei et al. 2020): 183 nodes, 5 classes, "
+       "10 splits 60/20/20")
+_webkb("Texas", "WebKB web-page graph, Geom-GCN preprocessing (Pei et al. 2020): 183 nodes, 5 classes, "
+       "10 splits 60/20/20")
+_webkb("Wisconsin", "WebKB web-page graph, Geom-GCN preprocessing (Pei et al. 2020): 251 nodes, 5 classes, "
+       "10 splits 60/20/20")
+_actor()
 
 _A_GI_GL = ("A", "graph_indicator", "graph_labels")
 _tu("MUTAG", _A_GI_GL + ("node_labels", "edge_labels"), "TU molecules: 188 graphs, 2 classes")
@@ -295,6 +416,32 @@ for _level in ("low", "med", "high"):
         f"TU computer vision: 2250 graphs, 15 classes; 2-d node coordinates ({_level} distortion)",
         use_node_attr=True)
 
+# Further TU datasets of FGL benchmarks (GCFL/FedStar-style cross-dataset settings, FedGraphNN's social
+# graphs, FS-G/OpenFGL molecule sets). Their file lists follow the TU collection's table (Morris et al.
+# 2020): the files each needs are required, the others are copied from a mirror when it has them.
+_NL = _A_GI_GL + ("node_labels",)
+EXTRA_TU = (
+    "REDDIT-BINARY", "REDDIT-MULTI-5K", "REDDIT-MULTI-12K", "github_stargazers",
+    "NCI109", "Mutagenicity", "PTC_FM", "PTC_FR", "PTC_MM", "BZR_MD", "COX2_MD", "DHFR_MD", "ER_MD",
+    "FRANKENSTEIN", "MSRC_9", "MSRC_21", "MSRC_21C",
+)
+"""TU datasets registered beyond FedStar's four groups (each alone, or with ``label_skew``)."""
+for _name, _graphs, _classes in (("REDDIT-BINARY", 2000, 2), ("REDDIT-MULTI-5K", 4999, 5),
+                                 ("REDDIT-MULTI-12K", 11929, 11), ("github_stargazers", 12725, 2)):
+    _tu(_name, _A_GI_GL, f"TU social: {_graphs} graphs, {_classes} classes; LocalDegreeProfile features (5)",
+        degree_profile=True, optional=True)
+for _name, _graphs in (("NCI109", 4127), ("Mutagenicity", 4337), ("PTC_FM", 349), ("PTC_FR", 351),
+                       ("PTC_MM", 336)):
+    _tu(_name, _NL, f"TU molecules: {_graphs} graphs, 2 classes; one-hot node labels", optional=True)
+for _name, _graphs in (("BZR_MD", 306), ("COX2_MD", 303), ("DHFR_MD", 393), ("ER_MD", 446)):
+    _tu(_name, _NL, f"TU molecules, complete graphs with distances (Sutherland et al. 2003): {_graphs} graphs, "
+        f"2 classes; one-hot node labels", optional=True)
+_tu("FRANKENSTEIN", _A_GI_GL + ("node_attributes",), "TU molecules: 4337 graphs, 2 classes; 780-d node attributes",
+    use_node_attr=True, optional=True)
+for _name, _graphs, _classes in (("MSRC_9", 221, 8), ("MSRC_21", 563, 20), ("MSRC_21C", 209, 20)):
+    _tu(_name, _NL, f"TU computer vision (image segments): {_graphs} graphs, {_classes} classes; one-hot node labels",
+        optional=True)
+
 _CHEM = ("MUTAG", "BZR", "COX2", "DHFR", "PTC_MR", "AIDS", "NCI1")
 _BIO = ("ENZYMES", "DD", "PROTEINS")
 _SN = ("COLLAB", "IMDB-BINARY", "IMDB-MULTI")
@@ -305,7 +452,81 @@ _group("biochemsn", _CHEM + _BIO + _SN, "FedStar BIO-CHEM-SN: BIO-CHEM + 3 socia
 _group("biosncv", _BIO + _SN + _CV, "FedStar BIO-SN-CV: 3 bio + 3 social + 3 Letter datasets, 9 clients")
 
 
-# --------------------------------------------------------------------------- public API
+# --------------------------------------------------------------------------- names and paths
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """What a dataset value is, answered without loading a registered dataset.
+
+    ``name`` is the registered name, or the file's stem (a folder's name) for
+    a user's graph; ``source`` is ``"registered"`` or ``"user"``; ``label``
+    is what result rows record in their ``dataset`` column: the name, or
+    ``"<stem>@<sha8>"`` with the first 8 hex digits of the sha256 of the
+    file's bytes. ``path`` and ``sha256`` are set for a user's graph only.
+    """
+
+    name: str
+    task: str
+    source: str
+    label: str
+    description: str = ""
+    path: Path | None = None
+    sha256: str | None = None
+
+    @property
+    def is_user(self) -> bool:
+        return self.source == "user"
+
+
+def dataset_info(value: str | os.PathLike) -> DatasetInfo:
+    """Name or path -> :class:`DatasetInfo` (task, display name, label), before any heavy work.
+
+    A registered name is looked up in the registry (nothing is read). A path
+    (:func:`is_dataset_path`) is read once and validated
+    (:mod:`fglcore.data.user_graphs`); the answer is cached until the file
+    changes. Raises :class:`UnknownDatasetError` for an unknown name and
+    :class:`UserDatasetError` for a missing or malformed file, both
+    :class:`~fglcore.config.ConfigError`.
+    """
+    if not is_dataset_path(value):
+        spec = _spec(value)
+        return DatasetInfo(spec.name, spec.task, "registered", spec.name, spec.description)
+    path = _user_path(value)
+    if not path.exists():
+        from fglcore.data.user_graphs import data_file
+
+        data_file(path)  # raises the error naming the path
+    source = _user_data_file(path)
+    stat = source.stat()
+    return _user_info(str(path), str(source), stat.st_size, stat.st_mtime_ns)
+
+
+def check_dataset(value: Any, task: str | None = None) -> DatasetInfo:
+    """The check configuration and notebook validation run on a ``dataset``/``datasets`` value.
+
+    ``value`` must be a registered name or a path to a user's graph
+    (:func:`dataset_info`); with ``task`` (``"node"`` or ``"graph"``) it must
+    also be of that task, else :class:`DatasetTaskError` names both tasks.
+    Every failure is a :class:`DatasetError` (a :class:`~fglcore.config.ConfigError`).
+    """
+    if task is not None and task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS} or None, got {task!r}")
+    if not isinstance(value, (str, os.PathLike)):
+        raise DatasetError(f"a dataset is a registered name or a path to your own graph, got "
+                           f"{type(value).__name__} {value!r} (see {README_SECTION})")
+    info = dataset_info(value)
+    if task is not None and info.task != task:
+        what = f"your graph {str(info.path)!r}" if info.is_user else f"{info.name!r}"
+        raise DatasetTaskError(
+            f"{what} is a {TASK_NAMES[info.task]} dataset, but a {TASK_NAMES[task]} dataset is needed here; "
+            f"registered {task}-level datasets: {', '.join(dataset_names(task))}")
+    return info
+
+
+def dataset_label(value: str | os.PathLike) -> str:
+    """What result rows record for a dataset value: the registered name, or ``<stem>@<sha8>`` for a user's graph."""
+    return dataset_info(value).label
 
 
 def dataset_names(task: str | None = None) -> list[str]:
@@ -316,61 +537,81 @@ def dataset_names(task: str | None = None) -> list[str]:
 
 
 def group_members(name: str) -> list[str]:
-    """The TU datasets of a FedStar group (one per client), or ``[name]`` for a single graph dataset."""
+    """The TU datasets of a FedStar group (one per client), or ``[name]`` for a single graph dataset or user path."""
+    info = check_dataset(name, "graph")
+    if info.is_user:
+        return [name]
     spec = DATASETS.get(name)
-    if spec.task != "graph":
-        raise ValueError(f"{name!r} is a node-classification dataset; group_members takes a graph dataset "
-                         f"or group: {', '.join(dataset_names('graph'))}")
     return list(spec.members) if spec.is_group else [name]
 
 
+# --------------------------------------------------------------------------- loading
+
+
 def load_node_data(name: str, *, planetoid_split: str = "public") -> Data:
-    """The single graph of a node-classification dataset, undirected.
+    """The single graph of a node-classification dataset (registered name or user's path), undirected.
 
     ``num_classes`` and ``name`` are set on the returned ``Data``. Planetoid
     datasets keep PyG's masks for ``planetoid_split`` (``"public"``: 20 per
-    class / 500 / 1000; ``"full"``: every other node trains). Chameleon and
-    Squirrel use ``WikipediaNetwork(geom_gcn_preprocess=True)``, whose
-    directed edges are symmetrised here (self-loops kept) and whose masks
-    are ``[num_nodes, 10]`` (Geom-GCN's ten 60/20/20 splits).
+    class / 500 / 1000; ``"full"``: every other node trains). The Geom-GCN
+    datasets (Chameleon, Squirrel, Cornell, Texas, Wisconsin, Actor) and
+    the heterophilous ones keep PyG's masks of shape ``[num_nodes, 10]``
+    (ten fixed splits); a random split protocol draws its own masks, and the
+    dataset-mask splits refuse them. Directed edges (Geom-GCN's) are
+    symmetrised here, self-loops kept. A user's graph keeps its own masks
+    (if any), is symmetrised the same way, and is named by its file stem.
     """
-    spec = _spec_for_task(name, "node", "load_node_data")
+    info = check_dataset(name, "node")
     if planetoid_split not in PLANETOID_SPLITS:
         raise ValueError(f"planetoid_split must be one of {PLANETOID_SPLITS}, got {planetoid_split!r}")
-    options: dict[str, Any] = {}
-    if spec.pyg_class == "Planetoid":
-        options["split"] = planetoid_split
-    elif planetoid_split != "public":
-        raise ValueError(f"planetoid_split applies only to Planetoid datasets (Cora, CiteSeer, PubMed), "
-                         f"not to {name!r}")
-    with dataset_lock(name):
-        ensure_raw(name)
-        dataset = spec.builder(data_root(), **options)
-    data = dataset[0]
+    spec = None if info.is_user else DATASETS.get(name)
+    if spec is None or spec.pyg_class != "Planetoid":
+        if planetoid_split != "public":
+            raise ValueError(f"planetoid_split applies only to Planetoid datasets (Cora, CiteSeer, PubMed), "
+                             f"not to {name!r}")
+    if info.is_user:
+        from fglcore.data.user_graphs import read_user_dataset
+
+        data = read_user_dataset(info.path)
+        num_classes = int(data.num_classes)
+    else:
+        options: dict[str, Any] = {"split": planetoid_split} if spec.pyg_class == "Planetoid" else {}
+        with dataset_lock(name):
+            ensure_raw(name)
+            dataset = spec.builder(data_root(), **options)
+        data = dataset[0]
+        num_classes = int(dataset.num_classes)
     if not data.is_undirected():
         from torch_geometric.transforms import ToUndirected
 
         data = ToUndirected()(data)
-    data.num_classes = int(dataset.num_classes)
-    data.name = spec.name
+    data.num_classes = num_classes
+    data.name = info.name
     return data
 
 
 def load_graph_dataset(name: str) -> InMemoryDataset:
-    """One TU dataset with node features ``x`` on every graph.
+    """One graph-classification dataset (registered TU name or user's path) with node features ``x`` on every graph.
 
     Features follow FedStar's code: one-hot node labels (``use_node_attr=False``),
-    ``OneHotDegree`` for the social datasets, 2-d coordinates for Letter-*.
-    For a group, load each of :func:`group_members`.
+    ``OneHotDegree`` for the social datasets, 2-d coordinates for Letter-*,
+    ``LocalDegreeProfile`` for the REDDIT and GitHub graphs.
+    For a group, load each of :func:`group_members`. A user's graphs come as
+    a :class:`~fglcore.data.user_graphs.UserGraphDataset` named by the file stem.
     """
-    spec = _spec_for_task(name, "graph", "load_graph_dataset")
+    info = check_dataset(name, "graph")
+    if info.is_user:
+        from fglcore.data.user_graphs import read_user_dataset
+
+        return read_user_dataset(info.path)
+    spec = DATASETS.get(name)
     if spec.is_group:
         raise ValueError(f"{name!r} is a group of TU datasets; load each of group_members({name!r}) = "
                          f"{list(spec.members)} instead")
     with dataset_lock(name):
         ensure_raw(name)
         dataset = spec.builder(data_root())
-        if dataset._data.x is None and spec.degree_features is not None:
+        if dataset._data.x is None and (spec.degree_features is not None or spec.degree_profile):
             # processed/ was written without the degree pre_transform (e.g. by a bare TUDataset call).
             dataset = spec.builder(data_root(), force_reload=True)
     if dataset._data.x is None:
@@ -384,8 +625,9 @@ def dataset_lock(name: str) -> FileLock:
     :func:`load_node_data` and :func:`load_graph_dataset` hold it while raw
     files are copied and PyG writes ``processed/``: without it, two workers
     starting on a cold data root can read a half-written processed file.
+    A user's graph is only read, so it has no lock.
     """
-    spec = DATASETS.get(name)
+    spec = _registered(name, "dataset_lock")
     if spec.is_group:
         raise ValueError(f"{name!r} is a group of TU datasets; lock each of group_members({name!r}) = "
                          f"{list(spec.members)} instead")
@@ -398,11 +640,12 @@ def ensure_raw(name: str) -> Path:
     """Make the raw files of ``name`` present under the data root and return its raw folder.
 
     Order: files already there; else a copy of the missing files from the
-    mirror (``<mirror>/<raw_dir>/``); else
-    PyG's download. Known sha256 sums are then verified (once per change).
-    For a group, every member is ensured and the ``TUDataset`` folder returned.
+    mirror (``<mirror>/<raw_dir>/``; with them, the optional files the
+    mirror has and the data root lacks); else PyG's download. Known sha256
+    sums are then verified (once per change). For a group, every member is
+    ensured and the ``TUDataset`` folder returned.
     """
-    spec = DATASETS.get(name)
+    spec = _registered(name, "ensure_raw")
     if spec.is_group:
         for member in spec.members:
             ensure_raw(member)
@@ -416,7 +659,8 @@ def ensure_raw(name: str) -> Path:
         _drop_processed(spec)  # processed/ must be rebuilt from the raw files about to be written
         mirror_dir = _mirror_dir(spec)
         if mirror_dir is not None and not _missing_files(mirror_dir, missing):
-            written = _copy_files(mirror_dir, raw, missing)
+            extra = [f for f in spec.optional_files if not (raw / f).is_file() and (mirror_dir / f).is_file()]
+            written = _copy_files(mirror_dir, raw, missing + extra)
             source = f"copied from the mirror {mirror_dir}"
         else:
             written = _download(spec, raw, missing, mirror_dir)
@@ -429,8 +673,19 @@ def ensure_raw(name: str) -> Path:
 
 
 def dataset_status(name: str) -> DatasetStatus:
-    """Whether ``name`` is present, can be copied from the mirror, or is missing (nothing is copied)."""
-    spec = DATASETS.get(name)
+    """Whether ``name`` is present, can be copied from the mirror, or is missing (nothing is copied).
+
+    For a user's path: ``"present"`` with its task and size when the file
+    (or folder) exists and is valid, ``"missing"`` with task ``""`` when
+    nothing is there; a malformed file raises :class:`UserDatasetError`.
+    """
+    if is_dataset_path(name):
+        path = _user_path(name)
+        if not path.exists():
+            return DatasetStatus(path.stem, "", "missing", 0, path)
+        info = dataset_info(name)
+        return DatasetStatus(info.name, info.task, "present", _user_data_file(path).stat().st_size, path)
+    spec = _spec(name)
     if spec.is_group:
         statuses = [dataset_status(member) for member in spec.members]
         worst = max(STATUSES.index(s.status) for s in statuses)
@@ -446,6 +701,30 @@ def dataset_status(name: str) -> DatasetStatus:
         mirror_bytes = sum((mirror_dir / f).stat().st_size for f in missing)
         return DatasetStatus(name, spec.task, "mirror", present_bytes + mirror_bytes, mirror_dir)
     return DatasetStatus(name, spec.task, "missing", present_bytes, raw)
+
+
+def datasets_table(values: list[str] | None = None) -> str:
+    """The text ``fgl datasets`` prints: name, task, status, size and path of each value, then how to add your own.
+
+    ``values`` are names or paths; by default every registered dataset.
+    """
+    lines = [f"{'name':<20}{'task':<7}{'status':<9}{'size':>10}  path"]
+    for value in values or dataset_names():
+        s = dataset_status(value)
+        size = f"{s.size_bytes / 2**20:.1f} MiB" if s.size_bytes else "-"
+        lines.append(f"{s.name:<20}{s.task or '?':<7}{s.status:<9}{size:>10}  {s.path}")
+        if is_dataset_path(value) and s.status == "present":
+            info = dataset_info(value)
+            lines.append(f"{'':<20}{info.description}; results record it as {info.label!r}")
+    lines += [
+        "",
+        "status: present = raw files in the data root (FGL_DATA); mirror = copied from FGL_DATA_MIRROR on first use;",
+        "missing = neither (PyG downloads it when online, else the run stops naming the files to put where).",
+        "Your own graph: pass the path of a file saved with torch.save (a torch_geometric.data.Data for node",
+        "classification, a list of Data for graph classification, or a PyG dataset folder) wherever a dataset",
+        f"name is accepted, e.g. fgl run NOTEBOOK -p dataset /path/to/graph.pt ({README_SECTION}).",
+    ]
+    return "\n".join(lines)
 
 
 def data_checksum(data: Data) -> str:
@@ -503,12 +782,51 @@ def checksums_from_provenance(provenance_tsv: str | os.PathLike) -> dict[str, st
 # --------------------------------------------------------------------------- raw files
 
 
-def _spec_for_task(name: str, task: str, caller: str) -> DatasetSpec:
-    spec = DATASETS.get(name)
-    if spec.task != task:
-        raise ValueError(f"{caller} takes a {task}-level dataset: {', '.join(dataset_names(task))}; "
-                         f"{name!r} is {spec.task}-level")
-    return spec
+def _spec(name: Any) -> DatasetSpec:
+    """The registered spec of ``name``, or an :class:`UnknownDatasetError` that says how to use your own graph."""
+    if isinstance(name, str) and name in DATASETS:
+        return DATASETS.get(name)
+    accepted = DATASETS.names()
+    close = difflib.get_close_matches(str(name), accepted, n=1)
+    if not close:  # case slips ("cora", "roman-empire") are the commonest
+        close = [n for n in accepted if n.lower() == str(name).lower()][:1]
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    exists = isinstance(name, str) and Path(name).exists()
+    local = (f" A file or folder {name!r} exists here: write ./{name} to use it as your own dataset."
+             if exists else "")
+    raise UnknownDatasetError(
+        f"unknown dataset {name!r}{hint}; accepted: {', '.join(accepted)}.{local} To use your own graph, give "
+        f"the path of a file saved with torch.save (a torch_geometric.data.Data for node classification, a list "
+        f"of Data for graph classification) or of a PyG dataset folder; see {README_SECTION}")
+
+
+def _registered(name: str, caller: str) -> DatasetSpec:
+    if is_dataset_path(name):
+        raise ValueError(f"{caller} takes a registered dataset name; {str(name)!r} is a path to your own graph, "
+                         f"which has no raw files to manage")
+    return _spec(name)
+
+
+def _user_path(value: str | os.PathLike) -> Path:
+    return Path(value).expanduser().resolve()
+
+
+def _user_data_file(path: Path) -> Path:
+    from fglcore.data.user_graphs import data_file
+
+    return data_file(path)
+
+
+@functools.lru_cache(maxsize=64)
+def _user_info(path: str, source: str, size: int, mtime_ns: int) -> DatasetInfo:
+    """:class:`DatasetInfo` of a user's graph; cached per (file, size, mtime), so a changed file is read again."""
+    from fglcore.data.user_graphs import UserGraphDataset, describe, file_sha256, read_user_dataset
+
+    content = read_user_dataset(Path(path))
+    task = "graph" if isinstance(content, UserGraphDataset) else "node"
+    sha = file_sha256(Path(path))
+    name = Path(path).stem if Path(path).is_file() else Path(path).name
+    return DatasetInfo(name, task, "user", f"{name}@{sha[:8]}", f"your graph: {describe(content)}", Path(path), sha)
 
 
 def _missing_files(folder: Path, files: tuple[str, ...] | list[str]) -> list[str]:
@@ -629,7 +947,8 @@ def _file_signature(path: Path) -> list[int]:
 def _verify(spec: DatasetSpec, raw: Path, written: list[Path], source: str, strict: bool = True) -> None:
     """Check known sha256 sums of the raw files, unless a marker says these exact files passed already."""
     sums = known_checksums()
-    expected = {f: sums[f"{spec.raw_dir}/{f}"] for f in spec.raw_files if f"{spec.raw_dir}/{f}" in sums}
+    checked = spec.raw_files + tuple(f for f in spec.optional_files if (raw / f).is_file())
+    expected = {f: sums[f"{spec.raw_dir}/{f}"] for f in checked if f"{spec.raw_dir}/{f}" in sums}
     if not expected:
         return
     marker = raw / VERIFIED_MARKER

@@ -154,9 +154,9 @@ def build_clients(data: Data, assignment: Tensor, keep_cross_edges: bool = False
 
 def build_federation(config: ExperimentConfig, keep_cross_edges: bool = False) -> NodeFederation | GraphFederation:
     """The federation ``config`` describes: node-level or graph-level, by the dataset's task."""
-    from fglcore.data.datasets import DATASETS
+    from fglcore.data.datasets import dataset_info
 
-    if DATASETS.get(config.dataset).task == "graph":
+    if dataset_info(config.dataset).task == "graph":
         if keep_cross_edges:
             raise ValueError("keep_cross_edges applies to node-level federations only")
         return build_graph_federation(config)
@@ -192,7 +192,7 @@ def build_node_federation(config: ExperimentConfig, keep_cross_edges: bool = Fal
 
 def build_graph_federation(config: ExperimentConfig) -> GraphFederation:
     """Partition graph dataset (or FedStar group) ``config.dataset`` and split every client's graphs."""
-    from fglcore.data.datasets import load_graph_dataset
+    from fglcore.data.datasets import dataset_info, load_graph_dataset
 
     split = SPLITS.get(config.split)
     if split.task != "graph":
@@ -217,7 +217,8 @@ def build_graph_federation(config: ExperimentConfig) -> GraphFederation:
             graphs, width = with_structure_input(graphs, structure)
             num_features += width
         clients.append(GraphClient(
-            name=f"{k}-{shard.dataset}" if repeated else shard.dataset, dataset=shard.dataset,
+            name=f"{k}-{dataset_info(shard.dataset).name}" if repeated else dataset_info(shard.dataset).name,
+            dataset=shard.dataset,
             graphs=graphs, train_idx=train_idx, val_idx=val_idx, test_idx=test_idx,
             num_features=num_features, num_classes=int(dataset.num_classes), stratified=stratified))
     return GraphFederation(name=config.dataset, clients=clients)

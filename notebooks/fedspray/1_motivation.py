@@ -107,7 +107,7 @@ louvain_tables = []
 for name in louvain_datasets:
     graph = load_structure(name)
     table = fm.table1(fm.louvain_clients(graph, num_clients, louvain_seed), graph.num_classes)
-    louvain_tables.append(table.assign(dataset=name))
+    louvain_tables.append(table.assign(dataset=graph.name))  # a path to your own graph shows its file stem
 louvain_table = pd.concat(louvain_tables, ignore_index=True)
 louvain_table.to_csv(out / "1_table1_louvain.csv", index=False)
 # %% [code]
