@@ -1,4 +1,4 @@
-"""FedSpray's results grids (fglcore.papers.fedspray_tables) and params/fedspray/paper.yaml."""
+"""FedSpray's results grids (fglcore.papers.fedspray.tables) and params/fedspray/paper.yaml."""
 from __future__ import annotations
 
 import math
@@ -8,7 +8,7 @@ import pytest
 
 from fglcore.compare import check_claims, load_paper
 from fglcore.config import ConfigError, ExperimentConfig
-from fglcore.papers import fedspray_tables as ft
+from fglcore.papers.fedspray import tables as ft
 
 
 def settings_of(configs, algorithm):

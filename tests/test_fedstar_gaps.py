@@ -6,8 +6,8 @@ import math
 import pandas as pd
 import pytest
 
-from fglcore.papers import fedstar_gaps as G
-from fglcore.papers import fedstar_tables as T
+from fglcore.papers.fedstar import gaps as G
+from fglcore.papers.fedstar import tables as T
 
 
 def _cell(table="1", dataset="chem", method="fedstar", setting=""):

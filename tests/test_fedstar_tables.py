@@ -11,7 +11,7 @@ from fglcore import compare
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Ledger
 from fglcore.fl.engine import RunResult
-from fglcore.papers import fedstar_tables as T
+from fglcore.papers.fedstar import tables as T
 from fglcore.results import RESULT_COLUMNS, client_values, curve_values, mean_standard_error, rows_from_result
 
 

@@ -43,7 +43,7 @@ import pandas as pd
 from IPython.display import display
 
 from fglcore import compare, experiment, paths, plotting, runtime
-from fglcore.papers import fedspray_tables as ft
+from fglcore.papers.fedspray import tables as ft
 from fglcore.results import ResultStore
 
 out = paths.resolve_output_dir(output_dir, profile, "fedspray")

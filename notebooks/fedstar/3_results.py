@@ -42,8 +42,8 @@ from IPython.display import display
 
 from fglcore import compare, experiment, paths, plotting, runtime
 from fglcore.data.datasets import group_members
-from fglcore.papers import fedstar_gaps
-from fglcore.papers import fedstar_tables as T
+from fglcore.papers.fedstar import gaps as fedstar_gaps
+from fglcore.papers.fedstar import tables as T
 from fglcore.results import ResultStore
 
 out = paths.resolve_output_dir(output_dir, profile, "fedstar")
@@ -67,7 +67,7 @@ for setting in settings:
 # stratification and the fixed seed 123, as the official code does; the run
 # seed changes only the initialisation and the batch order. The reported
 # number is each client's test accuracy **after the last round** (no model
-# selection). `fedstar_tables.table1_config` builds every run; the
+# selection). `fedstar.tables.table1_config` builds every run; the
 # baselines are set as the digest reads the paper:
 #
 # * **Local**: the plain GIN trained alone, 200 epochs;
@@ -114,7 +114,7 @@ results = experiment.sweep(configs, out / "results.csv", progress=progress, desc
 # So "±" is the typical seed-to-seed wobble *of one client*, not the spread
 # of the average (which is smaller: client errors partly cancel). Below,
 # written out on our per-client rows, then checked against
-# `fedstar_tables.paper_cells`; `std_of_mean` is the other convention.
+# `fedstar.tables.paper_cells`; `std_of_mean` is the other convention.
 # %% [code]
 from fglcore.results import client_values
 
@@ -171,7 +171,7 @@ print(readings.to_string() if not readings.empty else "FedAvg or FedPer not run 
 # %% [markdown]
 # ## 6. Where we differ from the paper, and why
 #
-# A delta has three kinds of sources (`fglcore.papers.fedstar_gaps`):
+# A delta has three kinds of sources (`fglcore.papers.fedstar.gaps`):
 #
 # * **seed noise**: each cell averages a few seeds. `noise` is twice the
 #   standard error of the difference of two cell means, assuming the

@@ -39,8 +39,8 @@ import pandas as pd
 from IPython.display import display
 
 from fglcore import compare, experiment, paths, plotting, runtime
-from fglcore.papers import fedstar_gaps
-from fglcore.papers import fedstar_tables as T
+from fglcore.papers.fedstar import gaps as fedstar_gaps
+from fglcore.papers.fedstar import tables as T
 from fglcore.results import ResultStore
 
 out = paths.resolve_output_dir(output_dir, profile, "fedstar")
@@ -261,7 +261,7 @@ check(table10, {"setting": pair("gin", "gcn")},
 # %% [markdown]
 # ## 6. Where we differ from the paper, and why
 #
-# As in the results notebook (`fglcore.papers.fedstar_gaps`): `noise` is
+# As in the results notebook (`fglcore.papers.fedstar.gaps`): `noise` is
 # twice the standard error of the difference of two cell means (the
 # paper's seeds assumed to wobble as much as ours), and `known` names the
 # differences between the paper's runs and ours that bear on each cell:

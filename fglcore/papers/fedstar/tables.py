@@ -417,7 +417,7 @@ def compare_cells(cells: pd.DataFrame, paper: Mapping[str, Any], table: str) -> 
 
     Ours are :func:`paper_cells` (the paper's own way of forming mean and
     "±", and ``std_of_mean`` as ``ours_std_of_mean`` for the seed noise of
-    :mod:`fglcore.papers.fedstar_gaps`), matched on dataset, method and
+    :mod:`fglcore.papers.fedstar.gaps`), matched on dataset, method and
     setting. ``tolerance`` and ``status`` are
     :func:`fglcore.compare.tolerance` and :func:`fglcore.compare.status` of
     those numbers. Columns follow
