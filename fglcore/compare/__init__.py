@@ -38,8 +38,8 @@ paper.yaml
     settings: {...}                 # free-form: hyperparameters and where each comes from
 
 ``datasets`` / ``stand_ins`` entries: ``dataset`` (required); ``num_clients``
-(int: the paper's number of clients; a run of the dataset with another number
-is a *subset*, unless a stand-in entry names that number); ``tables`` (list:
+(an int or a list of ints: the paper's numbers of clients; a run of the dataset
+with another number is a *subset*, unless a stand-in entry names that number); ``tables`` (list:
 the tables the entry covers, default all); stand-ins also need ``for`` (what
 they stand in for, free text); ``note``.
 

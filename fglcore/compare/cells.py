@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from fglcore.compare.paper_file import (OPTIONAL_LABELS, aggregation_for, data_role, paper_clients, paper_dict)
+from fglcore.compare.paper_file import OPTIONAL_LABELS, aggregation_for, data_role, paper_dict
 from fglcore.results import LABEL_COLUMNS, RESULT_COLUMNS, STD_DDOF, client_values
 
 DEFAULT_TOLERANCE = 1.5
@@ -192,11 +192,6 @@ def paper_entries(paper: Mapping[str, Any] | str | os.PathLike[str], table: str 
     frame = pd.DataFrame(entries, columns=list(paper["results"][0]) if paper["results"] else None)
     frame["setting"] = frame["setting"].fillna("").astype(str)
     return frame
-
-
-def _subset_detail(paper: Mapping[str, Any], table: str, dataset: str, clients: Any) -> str:
-    whole = paper_clients(paper, table, dataset)
-    return f"{dataset} with {clients} clients" + (f" of the paper's {whole}" if whole else "")
 
 
 def compare(

@@ -56,14 +56,14 @@ CLAIM_FIELDS: dict[str, tuple[bool, str]] = {
 }
 DATASET_FIELDS: dict[str, tuple[bool, str]] = {
     "dataset": (True, "str"),
-    "num_clients": (False, "int"),
+    "num_clients": (False, "client counts"),
     "tables": (False, "table list"),
     "note": (False, "str"),
 }
 STAND_IN_FIELDS: dict[str, tuple[bool, str]] = {
     "dataset": (True, "str"),
     "for": (True, "str"),
-    "num_clients": (False, "int"),
+    "num_clients": (False, "client counts"),
     "tables": (False, "table list"),
     "note": (False, "str"),
 }
@@ -156,6 +156,11 @@ def _check_field(where: str, name: str, value: Any, kind: str) -> Any:
         if value in DIRECTIONS:
             return value
         raise _fail(where, f"field {name!r} must be one of {', '.join(DIRECTIONS)}, got {value!r}")
+    elif kind == "client counts":  # an int >= 1 or a non-empty list of them, normalised to a list
+        counts = value if isinstance(value, list) else [value]
+        if counts and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in counts):
+            return list(counts)
+        raise _fail(where, f"field {name!r} must be an int >= 1 or a list of them, got {value!r}")
     elif kind == "table list":
         if isinstance(value, list) and value and all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
                                                      for v in value):
@@ -384,7 +389,7 @@ def data_role(paper: Mapping[str, Any], table: str, dataset: str, num_clients: A
         return entry["tables"] is None or table in entry["tables"]
 
     def same_clients(entry: Mapping[str, Any]) -> bool:
-        return entry["num_clients"] is None or clients == entry["num_clients"]
+        return entry["num_clients"] is None or clients in entry["num_clients"]
 
     own = [e for e in paper["datasets"] if applies(e)]
     if any(same_clients(e) for e in own):
@@ -398,8 +403,8 @@ def data_role(paper: Mapping[str, Any], table: str, dataset: str, num_clients: A
     return "other"
 
 
-def paper_clients(paper: Mapping[str, Any], table: str, dataset: str) -> int | None:
-    """The paper's number of clients for ``dataset`` in ``table`` (from ``datasets``), or ``None``."""
+def paper_clients(paper: Mapping[str, Any], table: str, dataset: str) -> list[int] | None:
+    """The paper's numbers of clients for ``dataset`` in ``table`` (from ``datasets``), or ``None``."""
     for entry in paper["datasets"]:
         if entry["dataset"] == dataset and (entry["tables"] is None or str(table) in entry["tables"]):
             if entry["num_clients"] is not None:

@@ -125,7 +125,8 @@ def _not_judged(paper: Mapping[str, Any], rows: pd.DataFrame) -> tuple[str, str]
         parts = []
         for r in runs.itertuples(index=False):
             whole = paper_clients(paper, r.table, r.dataset)
-            parts.append(f"{r.dataset} on {r.num_clients}" + (f" of its {whole}" if whole else "") + " clients")
+            parts.append(f"{r.dataset} on {r.num_clients} clients"
+                         + (f", the paper's {' or '.join(map(str, whole))}" if whole else ""))
         return "subset", f"not judged: a subset of the paper's setting ({'; '.join(parts)})"
     datasets = ", ".join(sorted(map(str, rows["dataset"].unique())))
     return "other", f"not judged: not the paper's data ({datasets})"
