@@ -51,6 +51,7 @@ runtime.set_threads()
 plotting.set_style()
 pd.set_option("display.width", 200)
 pd.set_option("display.max_columns", 30)
+pd.set_option("display.max_colwidth", None)  # claim verdicts in full
 print(f"profile {profile}: results go to {paths.display_path(out)}")
 # %% [markdown]
 # ## 1. Data: the paper's datasets and what stands in

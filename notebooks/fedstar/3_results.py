@@ -51,6 +51,7 @@ from fglcore.results import ResultStore
 out = paths.resolve_output_dir(output_dir, profile, "fedstar")
 runtime.set_threads()
 plotting.set_style()
+pd.set_option("display.max_colwidth", None)  # claim verdicts in full
 paper = compare.load_paper("fedstar")
 chosen = members or None
 print(f"profile {profile}: results go to {paths.display_path(out)}")
