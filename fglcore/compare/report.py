@@ -150,7 +150,7 @@ def summary_counts(summary: pd.DataFrame) -> pd.DataFrame:
         statuses = mine.loc[mine["kind"] == "result", "status"]
         overall = mine[(mine["kind"] == "claim") & (mine["group"] == "overall")]
         data = overall["data"].fillna("").astype(str)
-        not_judged = data.isin(["subset", "other"])
+        not_judged = data.isin(["subset", "other", "subset+other"])
         holds = overall["holds"]
         rows.append(
             {

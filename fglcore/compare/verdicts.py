@@ -118,18 +118,22 @@ def _judged_data(roles: Iterable[str]) -> str:
 
 
 def _not_judged(paper: Mapping[str, Any], rows: pd.DataFrame) -> tuple[str, str]:
-    """The data label and the reason why a group of rows off the paper's data is not judged."""
+    """The data label (``subset``, ``other`` or ``subset+other``) and why rows off the paper's data are not judged."""
+    labels, reasons = [], []
     subset = rows[rows["data"] == "subset"]
     if not subset.empty:
-        runs = subset[["table", "dataset", "num_clients"]].drop_duplicates()
         parts = []
-        for r in runs.itertuples(index=False):
+        for r in subset[["table", "dataset", "num_clients"]].drop_duplicates().itertuples(index=False):
             whole = paper_clients(paper, r.table, r.dataset)
             parts.append(f"{r.dataset} on {r.num_clients} clients"
                          + (f", the paper's {' or '.join(map(str, whole))}" if whole else ""))
-        return "subset", f"not judged: a subset of the paper's setting ({'; '.join(parts)})"
-    datasets = ", ".join(sorted(map(str, rows["dataset"].unique())))
-    return "other", f"not judged: not the paper's data ({datasets})"
+        labels.append("subset")
+        reasons.append(f"a subset of the paper's setting ({'; '.join(parts)})")
+    other = rows[rows["data"] != "subset"]
+    if not other.empty:
+        labels.append("other")
+        reasons.append(f"not the paper's data ({', '.join(sorted(map(str, other['dataset'].unique())))})")
+    return "+".join(labels), "not judged: " + "; ".join(reasons)
 
 
 def check_claims(results: pd.DataFrame, paper: Mapping[str, Any] | str | os.PathLike[str],
@@ -179,10 +183,8 @@ def check_claims(results: pd.DataFrame, paper: Mapping[str, Any] | str | os.Path
             data.append(label)
             out.append((*head, _group_label(per, key), label, holds, margin, noise, detail))
         unjudged_keys = [k for k in _keys(involved[~on_data], per) if k not in judged_keys]
-        unjudged_labels = []
         for key in unjudged_keys:
             label, detail = _not_judged(paper, select(involved[~on_data], dict(zip(per, key))))
-            unjudged_labels.append(label)
             out.append((*head, _group_label(per, key), label, None, math.nan, math.nan, detail))
         checked = [v for v in verdicts if v is not None]
         lacking = len(verdicts) - len(checked)
@@ -193,8 +195,7 @@ def check_claims(results: pd.DataFrame, paper: Mapping[str, Any] | str | os.Path
                 detail += f"; {lacking} group{'s' if lacking > 1 else ''} without data"
             overall_data = "+".join(r for r in JUDGED_ROLES if r in set(data))
         else:
-            detail = "not judged: no group on the paper's data"
-            overall_data = "subset" if "subset" in unjudged_labels else "other"
+            overall_data, detail = _not_judged(paper, involved[~on_data])
         if unjudged_keys and judged_keys:
             detail += f"; {len(unjudged_keys)} not judged (not the paper's data)"
         out.append((*head, "overall", overall_data, overall, math.nan, math.nan, detail))
@@ -236,11 +237,10 @@ def claims_table(claims: pd.DataFrame, max_failures: int = 2) -> pd.DataFrame:
         judged = groups[groups["data"].isin([*JUDGED_ROLES])]
         decided = judged[judged["holds"].notna()]
         if decided.empty:
-            reason = judged["detail"].iloc[0] if not judged.empty else overall["detail"]
-            if groups.empty or judged.empty:
-                verdict = overall["detail"] if groups.empty else groups["detail"].iloc[0]
+            if judged.empty:  # no rows at all, or none on the paper's data: the overall row says why
+                verdict = overall["detail"]
             else:
-                verdict = f"no verdict: {reason}"
+                verdict = f"no verdict: {judged['detail'].iloc[0]}"
         else:
             failing = decided[decided["holds"] == False]  # noqa: E712 -- object column of True/False/None
             n, unit = len(decided), _unit(list(decided["group"]))
