@@ -131,6 +131,11 @@ def test_a_setting_on_some_of_its_members_is_a_subset_and_collab_less_settings_s
     assert compare.data_role(paper, "1", "biosncv", 9) == "paper"
     assert compare.data_role(paper, "fig4", "chem", 28) == "paper"  # 4 shards of every CHEM dataset
     assert compare.data_role(paper, "fig4", "chem", 8) == "subset"  # 4 shards of 2 CHEM datasets
+    shards = _client_rows({("fedstar", 0): [80.0], ("gcfl", 0): [70.0], ("fedavg", 0): [75.0]}, num_clients=8)
+    shards["table"], shards["setting"] = "fig4", "shards=4"
+    detail = compare.check_claims(shards, paper, tables=["fig4"])["detail"].iloc[-1]
+    assert detail == ("not judged: a subset of the paper's setting "
+                      "(chem on 8 clients, the paper's 7, 14, 28, 42, 56, 70, 84)")
     assert compare.data_role(paper, "1", "MyGraph", 3) == "other"
 
 

@@ -404,9 +404,8 @@ def data_role(paper: Mapping[str, Any], table: str, dataset: str, num_clients: A
 
 
 def paper_clients(paper: Mapping[str, Any], table: str, dataset: str) -> list[int] | None:
-    """The paper's numbers of clients for ``dataset`` in ``table`` (from ``datasets``), or ``None``."""
-    for entry in paper["datasets"]:
-        if entry["dataset"] == dataset and (entry["tables"] is None or str(table) in entry["tables"]):
-            if entry["num_clients"] is not None:
-                return entry["num_clients"]
-    return None
+    """The paper's numbers of clients for ``dataset`` in ``table`` (from ``datasets``, sorted), or ``None``."""
+    counts = {n for entry in paper["datasets"]
+              if entry["dataset"] == dataset and (entry["tables"] is None or str(table) in entry["tables"])
+              for n in entry["num_clients"] or []}
+    return sorted(counts) or None

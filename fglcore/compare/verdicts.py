@@ -126,7 +126,7 @@ def _not_judged(paper: Mapping[str, Any], rows: pd.DataFrame) -> tuple[str, str]
         for r in subset[["table", "dataset", "num_clients"]].drop_duplicates().itertuples(index=False):
             whole = paper_clients(paper, r.table, r.dataset)
             parts.append(f"{r.dataset} on {r.num_clients} clients"
-                         + (f", the paper's {' or '.join(map(str, whole))}" if whole else ""))
+                         + (f", the paper's {', '.join(map(str, whole))}" if whole else ""))
         labels.append("subset")
         reasons.append(f"a subset of the paper's setting ({'; '.join(parts)})")
     other = rows[rows["data"] != "subset"]
