@@ -422,3 +422,23 @@ def test_rebuild_report_from_the_stored_results(tmp_path):
     assert pd.read_csv(folder / "claims.csv")["group"].tolist() == ["dataset=Cora", "overall"]
     with pytest.raises(FileNotFoundError, match="no .*results.csv"):
         cmp.rebuild_report(tmp_path / "empty", spec)
+
+
+def test_the_rebuild_command_rewrites_a_profile_from_its_stored_runs(tmp_path, monkeypatch, capsys):
+    from fglcore.compare.__main__ import main
+
+    (tmp_path / "params" / "toy").mkdir(parents=True)
+    (tmp_path / "params" / "toy" / "paper.yaml").write_text(
+        yaml.safe_dump(paper([entry("fedspray", 84.0, 0.5)], claims=[CLAIM])))
+    (tmp_path / "outputs" / "full" / "toy").mkdir(parents=True)
+    frame(cell("fedspray", [84.0]), cell("local", [80.0]), cell("fedavg", [85.0])).to_csv(
+        tmp_path / "outputs" / "full" / "toy" / "results.csv", index=False)
+    monkeypatch.setattr(paths, "params_root", lambda: tmp_path / "params")
+    monkeypatch.setattr(paths, "outputs_root", lambda: tmp_path / "outputs")
+    assert main(["--profile", "full"]) == 0
+    assert "toy: 1 entries, 1 claims" in capsys.readouterr().out
+    assert pd.read_csv(tmp_path / "outputs" / "full" / "toy" / "comparison.csv")["status"].tolist() == ["match"]
+    assert "`spray_wins` (dataset=Cora; paper)" in (tmp_path / "outputs" / "full" / "summary.md").read_text()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["nope"])
+    assert exit_info.value.code == 2 and "unknown paper(s) nope; papers with a paper.yaml: toy" in capsys.readouterr().err
