@@ -24,7 +24,7 @@ from fglcore import experiment
 from fglcore.data.federation import build_federation
 from fglcore.algorithms.training import FAST_ENV
 from fglcore.models.sparse_input import SPARSE_ENV
-from fglcore.papers.fedspray_tables import table2_configs
+from fglcore.papers.fedspray.tables import table2_configs
 
 
 def seconds_and_accuracy(config, fast: bool, repeats: int) -> tuple[float, float]:

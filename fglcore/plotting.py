@@ -256,7 +256,7 @@ def delta_dots(gaps: pd.DataFrame, rows: str | Sequence[str] = "method", title: 
     """Ours minus the paper per cell, with the seed-noise bar, one panel per dataset.
 
     ``gaps`` has columns ``dataset``, ``delta``, ``noise`` and
-    ``beyond_noise`` (:func:`fglcore.papers.fedstar_gaps.gap_table`) and the
+    ``beyond_noise`` (:func:`fglcore.papers.fedstar.gaps.gap_table`) and the
     ``rows`` columns, whose values label each cell (joined by spaces), with
     the ``known`` differences in brackets where there is a ``known`` column.
     A filled dot lies beyond the noise, a hollow one within it (or has no

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from fglcore import compare as cmp
+from fglcore import paths
 from fglcore.compare import PaperFileError, build_summary, check_claims, compare, format_table, load_paper, write_report
 from fglcore.results import RESULT_COLUMNS
 
@@ -25,8 +26,9 @@ def frame(*cells) -> pd.DataFrame:
     return pd.DataFrame([row for c in cells for row in c], columns=RESULT_COLUMNS)
 
 
-def paper(results=(), claims=()) -> dict:
-    return {"paper": "toy", "title": "A toy paper", "results": list(results), "claims": list(claims), "settings": {"lr": 0.01}}
+def paper(results=(), claims=(), datasets=("Cora", "CiteSeer", "PubMed"), **extra) -> dict:
+    return {"paper": "toy", "title": "A toy paper", "datasets": list(datasets), "results": list(results),
+            "claims": list(claims), "settings": {"lr": 0.01}, **extra}
 
 
 def entry(method, mean, std=None, **labels):
@@ -122,7 +124,7 @@ def test_validation_normalises_and_is_idempotent():
 def test_load_paper_by_path_and_unknown_id(tmp_path, monkeypatch):
     (tmp_path / "toy").mkdir()
     (tmp_path / "toy" / "paper.yaml").write_text(yaml.safe_dump(paper([entry("fedavg", 80.0, 1.0)])))
-    monkeypatch.setattr(cmp.paths, "params_root", lambda: tmp_path)
+    monkeypatch.setattr(paths, "params_root", lambda: tmp_path)
     assert load_paper("toy")["results"][0]["std"] == 1.0
     assert load_paper(tmp_path / "toy" / "paper.yaml")["paper"] == "toy"
     with pytest.raises(FileNotFoundError, match="papers with a paper.yaml: toy"):
@@ -144,7 +146,10 @@ def test_claim_holds_fails_and_lacks_data_per_group():
     assert list(out.columns) == cmp.CLAIM_COLUMNS
     rows = out.set_index("group")
     assert rows.loc["dataset=Cora", "holds"] is True
-    assert rows.loc["dataset=Cora", "detail"] == "fedspray 84.10 vs best loser fedavg 82.30"
+    assert rows.loc["dataset=Cora", "detail"] == (
+        "fedspray 84.10 vs best loser fedavg 82.30; smallest margin over noise: fedavg by 1.80 > noise 0.20")
+    assert rows.loc["dataset=Cora", "margin"] == pytest.approx(1.8)
+    assert rows.loc["dataset=Cora", "noise"] == pytest.approx(0.2)  # 2 * standard error 0.1 of fedspray's mean
     assert rows.loc["dataset=CiteSeer", "holds"] is False
     assert rows.loc["dataset=PubMed", "holds"] is None and "no rows for fedavg" in rows.loc["dataset=PubMed", "detail"]
     assert rows.loc["overall", "holds"] is False
@@ -241,5 +246,199 @@ def test_write_report_and_build_summary(tmp_path):
     assert counts.loc["toy", ["match", "above", "below", "missing", "claims_fail"]].tolist() == [1, 0, 1, 1, 1]
     assert counts.loc["second", ["match", "claims"]].tolist() == [1, 0]
     markdown = (tmp_path / "summary.md").read_text()
-    assert "| toy | 3 | 1 | 0 | 1 | 1 | 1 | 0 | 1 | 0 |" in markdown
-    assert "`spray_wins` (all): fedspray 84.00 vs best loser fedavg 85.00" in markdown
+    assert "| toy | 3 | 1 | 0 | 1 | 1 | 0 | 1 | 0 | 1 | 0 | 0 | 0 |" in markdown
+    assert "`spray_wins` (all; paper): fedspray 84.00 vs best loser fedavg 85.00" in markdown
+
+
+# ----------------------------------------------------------------------------- aggregation declared in paper.yaml
+
+
+def client_cell(method, per_client, *, table="2", dataset="Cora", num_clients=None):
+    """A cell's rows: per seed the run's client average and each client's value (``accuracy[client=K]``)."""
+    num_clients = num_clients or len(per_client)
+    rows = []
+    for seed, values in enumerate(zip(*per_client)):
+        base = cell(method, [sum(values) / len(values)], table=table, dataset=dataset, num_clients=num_clients)[0]
+        base = {**base, "seed": seed, "config_id": f"{base['config_id'][:-2]}-{seed}"}
+        rows.append(base)
+        rows += [{**base, "metric": f"accuracy[client={k}]", "value": v} for k, v in enumerate(values)]
+    return rows
+
+
+# client 0: 70, 72, 74 (mean 72, sample std 2); client 1: 80, 80, 86 (mean 82, sample std sqrt(12));
+# the client average per seed: 75, 76, 80 (mean 77, population std sqrt(14/3), sample std sqrt(7)).
+TWO_CLIENTS = [[70.0, 72.0, 74.0], [80.0, 80.0, 86.0]]
+
+
+def test_the_aggregation_paper_yaml_declares_forms_our_cell():
+    results = frame(client_cell("fedavg", TWO_CLIENTS))
+    by_default = compare(results, paper([entry("fedavg", 77.0, 1.0)])).iloc[0]
+    assert by_default["ours_mean"] == pytest.approx(77.0)
+    assert by_default["ours_std"] == pytest.approx(math.sqrt(14 / 3))  # over seeds, population std
+    sample = compare(results, paper([entry("fedavg", 77.0)], aggregation={"ddof": 1})).iloc[0]
+    assert sample["ours_std"] == pytest.approx(math.sqrt(7))
+    fedstar_rule = {"std": "over_clients", "ddof": 1}
+    clients = compare(results, paper([entry("fedavg", 77.0)], aggregation=fedstar_rule)).iloc[0]
+    assert clients["ours_mean"] == pytest.approx(77.0)
+    assert clients["ours_std"] == pytest.approx((2.0 + math.sqrt(12)) / 2)  # mean over clients of their stds
+    assert clients["ours_std_of_mean"] == pytest.approx(math.sqrt(14 / 3))  # the seed noise stays population
+    cells = cmp.ours_cells(results, paper(aggregation=fedstar_rule))
+    assert cells[["n_seeds", "n_clients"]].iloc[0].tolist() == [3, 2]
+    per_table = {"std": "over_clients", "ddof": 1, "tables": {"2": {"std": "over_seeds"}}}
+    override = compare(results, paper([entry("fedavg", 77.0)], aggregation=per_table)).iloc[0]
+    assert override["ours_std"] == pytest.approx(math.sqrt(7))  # table 2 over seeds, the block's ddof 1
+    assert cmp.aggregation_for(cmp.validate_paper(paper(aggregation=per_table)), "3") == fedstar_rule
+    without_clients = frame(cell("fedavg", [75.0, 76.0, 80.0]))
+    with pytest.raises(ValueError, match=r"over_clients\) needs our per-client rows.*per_client=True"):
+        compare(without_clients, paper([entry("fedavg", 77.0)], aggregation=fedstar_rule))
+    with pytest.raises(PaperFileError, match="aggregation: 'std' must be one of over_seeds, over_clients"):
+        cmp.validate_paper(paper(aggregation={"std": "pooled"}))
+    with pytest.raises(PaperFileError, match=r"aggregation.tables\['3'\]: 'ddof' must be 0"):
+        cmp.validate_paper(paper(aggregation={"tables": {"3": {"ddof": 2}}}))
+
+
+# ----------------------------------------------------------------------------- whose data
+
+
+def test_data_roles_paper_stand_in_subset_other():
+    spec = cmp.validate_paper(paper(
+        [entry("fedavg", 1.0, dataset="Flickr")],
+        datasets=[{"dataset": "chem", "num_clients": 7}, {"dataset": "Cora", "tables": ["o1"]}],
+        stand_ins=[{"dataset": "chem", "num_clients": 6, "for": "CHEM without one member"},
+                   {"dataset": "Chameleon", "for": "WikiCS", "tables": ["2"]}]))
+    assert cmp.data_role(spec, "2", "chem", 7) == "paper"
+    assert cmp.data_role(spec, "2", "chem", 6) == "stand-in"
+    assert cmp.data_role(spec, "2", "chem", 4) == "subset"
+    assert cmp.data_role(spec, "o1", "Cora", 10) == "paper"
+    assert cmp.data_role(spec, "2", "Cora", 10) == "other"  # Cora is the paper's only in table o1
+    assert cmp.data_role(spec, "2", "Chameleon", 7) == "stand-in"
+    assert cmp.data_role(spec, "3", "Chameleon", 7) == "other"
+    assert cmp.data_role(spec, "2", "Flickr", 3) == "paper"  # the paper reports numbers on it in table 2
+    assert cmp.data_role(spec, "2", "MyGraph", 3) == "other"
+    with pytest.raises(PaperFileError, match="'datasets' must list the paper's datasets"):
+        cmp.validate_paper({**paper(claims=[CLAIM]), "datasets": []})
+    with pytest.raises(PaperFileError, match=r"stand_ins\[0\]: missing required field 'for'"):
+        cmp.validate_paper(paper(stand_ins=[{"dataset": "Chameleon"}]))
+
+
+def test_claims_are_not_judged_on_a_foreign_dataset_nor_listed_as_failing(tmp_path):
+    results = frame(cell("fedspray", [60.0], dataset="MyGraph"), cell("local", [70.0], dataset="MyGraph"),
+                    cell("fedavg", [65.0], dataset="MyGraph"),
+                    cell("fedspray", [84.0], dataset="Cora"), cell("local", [80.0], dataset="Cora"),
+                    cell("fedavg", [82.0], dataset="Cora"))
+    out = check_claims(results, paper(claims=[CLAIM])).set_index("group")
+    assert out.loc["dataset=MyGraph", "holds"] is None and out.loc["dataset=MyGraph", "data"] == "other"
+    assert out.loc["dataset=MyGraph", "detail"] == "not judged: not the paper's data (MyGraph)"
+    assert out.loc["dataset=Cora", "data"] == "paper" and out.loc["dataset=Cora", "holds"] is True
+    assert out.loc["overall", "holds"] is True
+    assert out.loc["overall", "detail"] == "holds in 1 of 1 groups with data; 1 not judged (not the paper's data)"
+    only_mine = results[results["dataset"] == "MyGraph"]
+    write_report(tmp_path / "toy", only_mine, paper(claims=[CLAIM]))
+    summary = build_summary(tmp_path)
+    counts = cmp.summary_counts(summary).set_index("paper")
+    assert counts.loc["toy", ["claims", "claims_hold", "claims_fail", "claims_not_judged"]].tolist() == [1, 0, 0, 1]
+    assert "do not hold" not in (tmp_path / "summary.md").read_text()
+
+
+def test_stand_ins_and_subsets_are_marked_in_comparison_and_claims():
+    spec = paper([entry("fedspray", 84.0, 0.5), entry("local", 80.0, 0.5)], claims=[CLAIM],
+                 datasets=[{"dataset": "Cora", "num_clients": 10}],
+                 stand_ins=[{"dataset": "Cora", "num_clients": 9, "for": "Cora without one client"}])
+    whole = frame(cell("fedspray", [84.0]), cell("local", [80.0]), cell("fedavg", [82.0]))
+    standing_in = frame(*(cell(m, [v], num_clients=9) for m, v in (("fedspray", 84.0), ("local", 80.0), ("fedavg", 90.0))))
+    part = frame(*(cell(m, [v], num_clients=4) for m, v in (("fedspray", 60.0), ("local", 80.0), ("fedavg", 82.0))))
+    assert compare(whole, spec)["data"].tolist() == ["paper", "paper"]
+    comparison = compare(standing_in, spec)
+    assert comparison["data"].tolist() == ["stand-in", "stand-in"] and comparison["status"].tolist() == ["match"] * 2
+    claims = check_claims(standing_in, spec).set_index("group")
+    assert claims.loc["dataset=Cora", "data"] == "stand-in" and claims.loc["dataset=Cora", "holds"] is False
+    assert claims.loc["overall", "data"] == "stand-in"
+    subset = compare(part, spec)
+    assert subset["status"].tolist() == ["subset", "subset"] and subset["data"].tolist() == ["subset"] * 2
+    assert subset["delta"].tolist() == pytest.approx([-24.0, 0.0])  # shown, not judged
+    claims = check_claims(part, spec).set_index("group")
+    assert claims.loc["dataset=Cora", "holds"] is None and claims.loc["dataset=Cora", "data"] == "subset"
+    assert claims.loc["dataset=Cora", "detail"] == (
+        "not judged: a subset of the paper's setting (Cora on 4 clients, the paper's 10)")
+    assert claims.loc["overall", "data"] == "subset" and claims.loc["overall", "holds"] is None
+
+
+# ----------------------------------------------------------------------------- display
+
+
+def test_format_mean_std_is_the_one_formatter():
+    assert cmp.format_mean_std(75.384, 2.256) == "75.38 ± 2.26"
+    assert cmp.format_mean_std(75.0) == "75.00" and cmp.format_mean_std(75.0, math.nan) == "75.00"
+    assert cmp.format_mean_std(math.nan, 1.0) == "—" and cmp.format_mean_std(None) == "—"
+    assert cmp.format_mean_std(0.91234, 0.01, digits=3) == "0.912 ± 0.010"
+    assert cmp.format_delta(3.291) == "+3.29" and cmp.format_delta(math.nan) == "—"
+
+
+def test_side_by_side_puts_paper_ours_delta_status_under_each_column():
+    results = frame(cell("fedavg", [83.0, 83.82]), cell("local", [70.0, 70.0], dataset="CiteSeer"))
+    comparison = compare(results, paper([entry("fedavg", 80.12, 0.45), entry("local", 70.0, dataset="CiteSeer")]))
+    table = cmp.side_by_side(comparison, rows="method", columns="dataset", row_labels={"fedavg": "FedAvg"})
+    assert table.loc["FedAvg", ("Cora", "ours")] == "83.41 ± 0.41" and table.loc["FedAvg", ("Cora", "Δ")] == "+3.29"
+    assert table.loc["local", ("CiteSeer", "status")] == "match"
+    two = cmp.side_by_side(comparison, rows=["dataset", "method"], columns="metric")
+    assert two.loc[("Cora", "fedavg"), ("accuracy", "paper")] == "80.12 ± 0.45"
+
+
+def test_claims_table_gives_one_verdict_line_per_claim():
+    results = frame(
+        cell("fedspray", [84.0, 84.2], dataset="Cora"), cell("local", [80.0, 80.0], dataset="Cora"),
+        cell("fedavg", [82.3, 82.3], dataset="Cora"),
+        cell("fedspray", [70.0, 70.0], dataset="CiteSeer"), cell("local", [71.0, 71.0], dataset="CiteSeer"),
+        cell("fedavg", [60.0, 60.0], dataset="CiteSeer"),
+        cell("fedspray", [90.0], dataset="MyGraph"), cell("local", [80.0], dataset="MyGraph"),
+        cell("fedavg", [80.0], dataset="MyGraph"),
+    )
+    everywhere = {**CLAIM, "id": "local_never_best", "text": "FedSpray beats Local on Cora", "winner": "fedspray",
+                  "losers": ["local"], "dataset": "Cora"}
+    elsewhere = {**CLAIM, "id": "only_mine", "text": "on my graph", "dataset": "MyGraph"}
+    absent = {**CLAIM, "id": "absent", "text": "not run", "metric": "macro_f1"}
+    table = cmp.claims_table(check_claims(results, paper(claims=[CLAIM, everywhere, elsewhere, absent])))
+    assert list(table.columns) == cmp.CLAIMS_TABLE_COLUMNS
+    rows = table.set_index("id")
+    assert rows.loc["spray_wins", "verdict"] == (
+        "holds in 1 of 2 (per dataset); fails in CiteSeer: fedspray 70.00 vs best loser local 71.00 (beyond noise); "
+        "1 not judged (not the paper's data)")
+    assert rows.loc["spray_wins", "data"] == "paper" and rows.loc["spray_wins", "claim"] == CLAIM["text"]
+    assert rows.loc["local_never_best", "verdict"] == "holds in 1 of 1 (per dataset)"
+    assert rows.loc["only_mine", "verdict"] == "not judged: not the paper's data (MyGraph)"
+    assert rows.loc["only_mine", "data"] == "other"
+    assert rows.loc["absent", "verdict"] == "no rows for table 2, metric macro_f1"
+
+
+def test_rebuild_report_from_the_stored_results(tmp_path):
+    folder = tmp_path / "toy"
+    folder.mkdir()
+    frame(cell("fedspray", [84.0]), cell("local", [80.0]), cell("fedavg", [85.0])).to_csv(folder / "results.csv",
+                                                                                         index=False)
+    spec = paper([entry("fedspray", 84.0, 0.5)], claims=[CLAIM])
+    comparison, claims = cmp.rebuild_report(folder, spec)
+    assert comparison["status"].tolist() == ["match"]
+    assert claims.set_index("group").loc["overall", "holds"] is False  # fedavg 85 beats fedspray 84
+    assert pd.read_csv(folder / "claims.csv")["group"].tolist() == ["dataset=Cora", "overall"]
+    with pytest.raises(FileNotFoundError, match="no .*results.csv"):
+        cmp.rebuild_report(tmp_path / "empty", spec)
+
+
+def test_the_rebuild_command_rewrites_a_profile_from_its_stored_runs(tmp_path, monkeypatch, capsys):
+    from fglcore.compare.__main__ import main
+
+    (tmp_path / "params" / "toy").mkdir(parents=True)
+    (tmp_path / "params" / "toy" / "paper.yaml").write_text(
+        yaml.safe_dump(paper([entry("fedspray", 84.0, 0.5)], claims=[CLAIM])))
+    (tmp_path / "outputs" / "full" / "toy").mkdir(parents=True)
+    frame(cell("fedspray", [84.0]), cell("local", [80.0]), cell("fedavg", [85.0])).to_csv(
+        tmp_path / "outputs" / "full" / "toy" / "results.csv", index=False)
+    monkeypatch.setattr(paths, "params_root", lambda: tmp_path / "params")
+    monkeypatch.setattr(paths, "outputs_root", lambda: tmp_path / "outputs")
+    assert main(["--profile", "full"]) == 0
+    assert "toy: 1 entries, 1 claims" in capsys.readouterr().out
+    assert pd.read_csv(tmp_path / "outputs" / "full" / "toy" / "comparison.csv")["status"].tolist() == ["match"]
+    assert "`spray_wins` (dataset=Cora; paper)" in (tmp_path / "outputs" / "full" / "summary.md").read_text()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["nope"])
+    assert exit_info.value.code == 2 and "unknown paper(s) nope; papers with a paper.yaml: toy" in capsys.readouterr().err

@@ -9,7 +9,7 @@ from fglcore.algorithms import ALGORITHMS
 from fglcore.algorithms.fedavg import FedAvg
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import build_federation
-from fglcore.papers import fedstar_tables as T
+from fglcore.papers.fedstar import tables as T
 
 CPU = torch.device("cpu")
 

@@ -13,7 +13,7 @@ from torch_geometric.data import Data
 from fglcore import experiment
 from fglcore.data import datasets as ds
 from fglcore.data.datasets import DatasetUnavailableError, load_node_data, load_structure
-from fglcore.papers import fedspray_motivation as fm
+from fglcore.papers.fedspray import motivation as fm
 
 MIRROR = Path(os.environ.get("FGL_DATA_MIRROR") or Path(__file__).resolve().parents[2] / "shared" / "data").resolve()
 needs_mirror = pytest.mark.skipif(not (MIRROR / "Planetoid" / "PubMed" / "raw" / "ind.pubmed.allx").is_file()

@@ -1,4 +1,4 @@
-"""FedSpray's results grids (fglcore.papers.fedspray_tables) and params/fedspray/paper.yaml."""
+"""FedSpray's results grids (fglcore.papers.fedspray.tables) and params/fedspray/paper.yaml."""
 from __future__ import annotations
 
 import math
@@ -8,7 +8,7 @@ import pytest
 
 from fglcore.compare import check_claims, load_paper
 from fglcore.config import ConfigError, ExperimentConfig
-from fglcore.papers import fedspray_tables as ft
+from fglcore.papers.fedspray import tables as ft
 
 
 def settings_of(configs, algorithm):
@@ -233,6 +233,25 @@ def test_claims_evaluate_on_synthetic_rows(paper):
     assert one_seed.loc[("fedspray_beats_fedavg_minority", "overall"), "holds"] is None  # "notable" needs seed noise
     assert claims.loc[("fedspray_beats_local_minority", "overall"), "holds"] is False
     assert claims.loc[("fedspray_best_minority", "overall"), "holds"] is None  # apfl etc. not run
+    assert claims.loc[("fedspray_beats_fedavg_minority", "dataset=Cora, model=gcn"), "data"] == "stand-in"
+    mine = check_claims(frame.assign(dataset="MyGraph"), paper, tables=["2"]).set_index(["id", "group"])
+    assert mine.loc[("fedspray_beats_local_minority", "dataset=MyGraph, model=gcn"), "detail"] == (
+        "not judged: not the paper's data (MyGraph)")
+    assert mine["holds"].isna().all() and set(mine["data"]) == {"other", ""}  # "": claims on accuracy, not run
+
+
+def test_labelled_comparison_for_side_by_side(paper):
+    from fglcore.compare import compare, side_by_side
+
+    frame = rows([("fedspray", "code", "gcn", "accuracy", 0, 80.0), ("fedspray", "code", "gcn", "accuracy", 1, 82.0)])
+    frame["dataset"], frame["partition"], frame["num_clients"], frame["table"] = "PubMed", "files", 7, "2"
+    comparison = compare(frame, paper, table="2")
+    ran = ft.labelled(comparison[comparison["status"] != "missing"])
+    table = side_by_side(ran, rows=("dataset", "method", "model"), columns="metric")
+    assert table.loc[("PubMed", "fedspray [code]", "gcn"), ("Overall", "ours")] == "81.00 ± 1.00"  # population std
+    assert table.loc[("PubMed", "fedspray [code]", "gcn"), ("Overall", "paper")] == ft.paper_table(
+        paper, "2", settings=("code",)).loc[("PubMed", "fedspray [code]"), ("gcn", "Overall")]
+    assert set(ran["data"]) == {"paper"}
 
 
 def test_paper_table_layout(paper):

@@ -12,7 +12,7 @@ from fglcore.data.federation import build_federation, split_graph_client
 from fglcore.data.partition import partition_graphs, rand_chunks
 from fglcore.data.splits import graph_split_indices
 from fglcore.data.structure import StructureEncoding, structure_encodings
-from fglcore.papers import fedstar_tables as T
+from fglcore.papers.fedstar import tables as T
 from fglcore.results import run_id
 
 

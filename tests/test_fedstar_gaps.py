@@ -6,8 +6,9 @@ import math
 import pandas as pd
 import pytest
 
-from fglcore.papers import fedstar_gaps as G
-from fglcore.papers import fedstar_tables as T
+from fglcore import compare
+from fglcore.papers.fedstar import gaps as G
+from fglcore.papers.fedstar import tables as T
 
 
 def _cell(table="1", dataset="chem", method="fedstar", setting=""):
@@ -75,20 +76,18 @@ def test_shifts_find_methods_that_sit_on_one_side_beyond_noise():
     assert G.systematic(shift) == ["fedavg"]  # local: one side, but only half of its cells beyond noise
 
 
-def test_compare_cells_carries_the_spread_of_the_client_average():
+def test_comparison_carries_the_spread_of_the_client_average():
     rows = []
     for seed, values in enumerate([(70.0, 90.0), (80.0, 80.0), (90.0, 90.0)], start=1):
-        for client, value in enumerate(values):
-            rows.append({"paper": "fedstar", "table": "1", "dataset": "chem", "partition": "by_dataset",
-                         "num_clients": 2, "method": "fedstar", "model": "gin", "setting": "",
-                         "metric": f"accuracy[client={client}]", "seed": seed, "value": value,
-                         "selected_round": 200, "config_id": f"c{seed}"})
-    cells = T.paper_cells(pd.DataFrame(rows))
-    paper = {"results": [{"table": "1", "dataset": "chem", "method": "fedstar", "metric": "accuracy",
-                          "mean": 79.79, "std": 2.44}]}
-    comparison = T.compare_cells(cells, paper, "1")
-    assert comparison.loc[0, "ours_std_of_mean"] == pytest.approx(cells.loc[0, "std_of_mean"])
-    assert comparison.loc[0, "ours_std_of_mean"] > 0
+        labels = {"paper": "fedstar", "table": "1", "dataset": "chem", "partition": "by_dataset", "num_clients": 7,
+                  "method": "fedstar", "model": "gin", "setting": "", "seed": seed, "selected_round": 200,
+                  "config_id": f"c{seed}"}
+        rows.append({**labels, "metric": "accuracy", "value": sum(values) / 2})
+        rows += [{**labels, "metric": f"accuracy[client={client}]", "value": v} for client, v in enumerate(values)]
+    comparison = compare.compare(pd.DataFrame(rows), "fedstar", table="1")
+    cell = comparison[(comparison["method"] == "fedstar") & (comparison["dataset"] == "chem")].iloc[0]
+    assert cell["ours_std_of_mean"] == pytest.approx(pd.Series([80.0, 80.0, 90.0]).std(ddof=0))
+    assert G.gap_table(comparison)["noise"].iloc[0] > 0
 
 
 def test_report_names_every_part_and_says_when_nothing_compares():

@@ -10,7 +10,7 @@ from fglcore.data.datasets import load_graph_dataset
 from fglcore.data.structure import StructureEncoding
 from fglcore.fl.channel import Channel
 from fglcore.models.fedstar import FeatureStructureGNN
-from fglcore.papers import fedstar_method as fmethod
+from fglcore.papers.fedstar import method as fmethod
 
 
 def test_smallest_mutag_graph_and_its_embedding_frame():

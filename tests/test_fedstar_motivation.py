@@ -11,7 +11,7 @@ from scipy.spatial.distance import jensenshannon
 from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected
 
-from fglcore.papers import fedstar_motivation as fm
+from fglcore.papers.fedstar import motivation as fm
 from fglcore.results import config_id
 
 CHEM = ["MUTAG", "BZR", "COX2", "DHFR", "PTC_MR", "AIDS", "NCI1"]
@@ -204,7 +204,7 @@ def test_statistics_comparison_flags_differences_and_rejects_incomplete_tables()
 
 
 def test_figure1a_configs_are_table1_configs():
-    from fglcore.papers.fedstar_tables import table1_config
+    from fglcore.papers.fedstar.tables import table1_config
 
     full = fm.figure1a_configs(["biochem", "biosncv"], ["local", "fedavg", "gcfl"], [1, 2])
     assert len(full) == 12

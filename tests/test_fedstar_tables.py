@@ -1,4 +1,4 @@
-"""FedStar's table builders: configs, the paper's cell rule (A1), comparisons, formatting; paper.yaml numbers."""
+"""FedStar's table builders and layouts; its paper.yaml (numbers, aggregation A1, data) through fglcore.compare."""
 from __future__ import annotations
 
 import math
@@ -11,8 +11,8 @@ from fglcore import compare
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Ledger
 from fglcore.fl.engine import RunResult
-from fglcore.papers import fedstar_tables as T
-from fglcore.results import RESULT_COLUMNS, client_values, curve_values, mean_standard_error, rows_from_result
+from fglcore.papers.fedstar import tables as T
+from fglcore.results import RESULT_COLUMNS, client_values, curve_values, rows_from_result
 
 
 def test_every_table1_config_validates_with_the_papers_protocol():
@@ -78,88 +78,77 @@ def test_ablation_builders_give_valid_distinct_cells():
         T.table10_config("gat", "gcn", 1)
 
 
-def _client_rows(values: dict[tuple[str, int], list[float]]) -> pd.DataFrame:
-    """Results rows ``accuracy[client=K]`` from {(method, client): [value per seed]}."""
-    rows = []
+def _client_rows(values: dict[tuple[str, int], list[float]], num_clients: int = 7) -> pd.DataFrame:
+    """Results rows from {(method, client): [value per seed]}: ``accuracy[client=K]`` and the run's client average."""
+    rows, runs = [], {}
+    labels = {"paper": "fedstar", "table": "1", "dataset": "chem", "partition": "by_dataset",
+              "num_clients": num_clients, "model": "gin", "setting": "", "selected_round": 200}
     for (method, client), per_seed in values.items():
         for seed, value in enumerate(per_seed, start=1):
-            rows.append({"paper": "fedstar", "table": "1", "dataset": "chem", "partition": "by_dataset",
-                         "num_clients": 2, "method": method, "model": "gin", "setting": "",
-                         "metric": f"accuracy[client={client}]", "seed": seed, "value": value,
-                         "selected_round": 200, "config_id": f"{method}{seed}"})
+            rows.append({**labels, "method": method, "metric": f"accuracy[client={client}]", "seed": seed,
+                         "value": value, "config_id": f"{method}{seed}"})
+            runs.setdefault((method, seed), []).append(value)
+    rows += [{**labels, "method": method, "metric": "accuracy", "seed": seed, "value": float(np.mean(v)),
+              "config_id": f"{method}{seed}"} for (method, seed), v in runs.items()]
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
-def test_paper_cells_follow_the_official_aggregation():
+def test_paper_yaml_declares_the_official_aggregation_and_compare_applies_it():
     # client 0 wobbles a lot, client 1 moves against it: the client average barely moves.
     rows = _client_rows({("fedstar", 0): [70.0, 80.0, 90.0], ("fedstar", 1): [90.0, 80.0, 70.0],
                          ("local", 0): [60.0, 60.0, 60.0], ("local", 1): [70.0, 70.0, 70.0]})
-    cells = T.paper_cells(rows).set_index("method")
+    assert compare.load_paper("fedstar")["aggregation"] == {"std": "over_clients", "ddof": 1, "tables": {}}
+    cells = compare.ours_cells(rows, "fedstar").set_index("method")
     assert cells.loc["fedstar", "mean"] == pytest.approx(80.0)
     assert cells.loc["fedstar", "std"] == pytest.approx(10.0)  # mean over clients of std(ddof=1) = 10
-    assert cells.loc["fedstar", "std_of_mean"] == pytest.approx(0.0)  # the other convention
+    assert cells.loc["fedstar", "std_of_mean"] == pytest.approx(0.0)  # the spread of the client average
     assert cells.loc["fedstar", "n_seeds"] == 3 and cells.loc["fedstar", "n_clients"] == 2
     assert cells.loc["local", "std"] == pytest.approx(0.0)
     gains = T.gains_over(cells.reset_index(), "local")
     assert list(gains) == pytest.approx([15.0, 0.0])
-    single = T.paper_cells(_client_rows({("local", 0): [60.0]}))
+    single = compare.ours_cells(_client_rows({("local", 0): [60.0]}), "fedstar")
     assert math.isnan(single["std"].iloc[0])
+    comparison = compare.compare(rows, "fedstar", table="1").set_index("method")
+    fedstar = comparison.loc["fedstar"][lambda r: r["dataset"] == "chem"].iloc[0]
+    assert fedstar["ours_std"] == pytest.approx(10.0) and fedstar["delta"] == pytest.approx(80.0 - 79.79)
+    assert fedstar["tolerance"] == pytest.approx(2 * math.sqrt(2.44**2 + 10.0**2))
+    assert fedstar["status"] == "match" and fedstar["data"] == "paper"
 
 
-def test_compare_cells_uses_the_compare_rules_and_formats_like_the_paper():
-    rows = _client_rows({("fedstar", 0): [70.0, 80.0, 90.0], ("fedstar", 1): [90.0, 80.0, 70.0]})
-    cells = T.paper_cells(rows)
-    paper = {"results": [
-        {"table": "1", "dataset": "chem", "method": "fedstar", "metric": "accuracy", "mean": 79.79, "std": 2.44},
-        {"table": "1", "dataset": "chem", "method": "fedavg", "metric": "accuracy", "mean": 75.26, "std": 2.0},
-        {"table": "2", "dataset": "chem", "method": "fedstar", "metric": "accuracy", "mean": 1.0},
-    ]}
-    table = T.compare_cells(cells, paper, "1").set_index("method")
-    assert table.loc["fedstar", "delta"] == pytest.approx(80.0 - 79.79)
-    assert table.loc["fedstar", "tolerance"] == pytest.approx(2 * math.sqrt(2.44**2 + 10.0**2))
-    assert table.loc["fedstar", "status"] == "match"
-    assert table.loc["fedavg", "status"] == "missing"
-    side = T.side_by_side(table.reset_index(), row_labels=T.METHOD_LABELS, column_labels=T.SETTING_LABELS)
-    assert side.loc["FedStar", ("CHEM", "paper")] == "79.79 ± 2.44"
-    assert side.loc["FedStar", ("CHEM", "ours")] == "80.00 ± 10.00"
-    assert side.loc["FedStar", ("CHEM", "Δ")] == "+0.21"
-    assert T.format_cell(float("nan"), 1.0) == "—" and T.format_cell(76.964, None) == "76.96"
-    ours = T.ours_table(T.paper_cells(_client_rows({("local", 0): [60.0, 62.0], ("fedstar", 0): [70.0, 72.0]})),
+def test_a_setting_on_some_of_its_members_is_a_subset_and_collab_less_settings_stand_in():
+    rows = _client_rows({("fedstar", 0): [80.0, 82.0], ("local", 0): [70.0, 71.0], ("fedavg", 0): [69.0, 70.0],
+                         ("fedprox", 0): [68.0, 68.5]}, num_clients=2)
+    comparison = compare.compare(rows, "fedstar", table="1")
+    ran = comparison[comparison["status"] != "missing"]
+    assert set(ran["status"]) == {"subset"} and set(ran["data"]) == {"subset"} and len(ran) == 4
+    claims = compare.check_claims(rows, "fedstar", tables=["1"])
+    judged = claims[claims["group"] == "dataset=chem"]
+    assert judged["holds"].isna().all() and set(judged["data"]) == {"subset"}
+    assert judged["detail"].iloc[0] == "not judged: a subset of the paper's setting (chem on 2 clients, the paper's 7)"
+    paper = compare.load_paper("fedstar")
+    assert compare.data_role(paper, "1", "biochemsn", 12) == "stand-in"  # without COLLAB, declared
+    assert compare.data_role(paper, "2", "biosncv", 8) == "stand-in"
+    assert compare.data_role(paper, "1", "biosncv", 9) == "paper"
+    assert compare.data_role(paper, "fig4", "chem", 28) == "paper"  # 4 shards of every CHEM dataset
+    assert compare.data_role(paper, "fig4", "chem", 8) == "subset"  # 4 shards of 2 CHEM datasets
+    shards = _client_rows({("fedstar", 0): [80.0], ("gcfl", 0): [70.0], ("fedavg", 0): [75.0]}, num_clients=8)
+    shards["table"], shards["setting"] = "fig4", "shards=4"
+    detail = compare.check_claims(shards, paper, tables=["fig4"])["detail"].iloc[-1]
+    assert detail == ("not judged: a subset of the paper's setting "
+                      "(chem on 8 clients, the paper's 7, 14, 28, 42, 56, 70, 84)")
+    assert compare.data_role(paper, "1", "MyGraph", 3) == "other"
+
+
+def test_ours_table_and_setting_parts():
+    ours = T.ours_table(compare.ours_cells(_client_rows({("local", 0): [60.0, 62.0], ("fedstar", 0): [70.0, 72.0]}),
+                                          "fedstar"),
                         gain_over="local", row_order=["local", "fedstar"], row_labels=T.METHOD_LABELS)
     assert list(ours.index) == ["Local", "FedStar"]
     assert ours.loc["FedStar", ("chem", "gain")] == "+10.00" and ours.loc["Local", ("chem", "gain")] == "–"
     assert ours.loc["Local", ("chem", "avg.")] == "61.00 ± 1.41"
-
-
-def test_claim_holds_and_setting_parts():
-    cells = pd.DataFrame({"dataset": ["a", "a", "b", "b", "c"], "method": ["fedstar", "local"] * 2 + ["fedstar"],
-                          "setting": ["FE=gin,SE=gcn"] * 5, "mean": [80.0, 70.0, 60.0, 65.0, 50.0]})
-    holds = T.claim_holds(cells, {"method": "fedstar"}, [{"method": "local"}]).set_index("dataset")["holds"]
-    assert holds.to_dict() == {"a": True, "b": False, "c": None}
+    cells = pd.DataFrame({"dataset": ["a", "b"], "setting": ["FE=gin,SE=gcn"] * 2})
     parts = T.setting_parts(cells)
     assert set(parts["FE"]) == {"gin"} and set(parts["SE"]) == {"gcn"}
-
-
-def test_claim_margin_is_judged_against_seed_noise():
-    # Population std over 5 seeds of 2.0 -> sample std sqrt(5), standard error 1.0; noise of a difference 2*sqrt(2).
-    cells = pd.DataFrame({"dataset": ["a", "a", "a", "b", "b", "b"], "method": ["fedstar", "local", "fedavg"] * 2,
-                          "mean": [72.0, 70.0, 60.0, 74.0, 70.0, 69.0], "std_of_mean": [2.0] * 6,
-                          "n_seeds": [5] * 6})
-    assert mean_standard_error(2.0, 5) == pytest.approx(1.0)
-    claims = T.claim_holds(cells, {"method": "fedstar"}, [{"method": "local"}, {"method": "fedavg"}])
-    claims = claims.set_index("dataset")
-    assert claims["holds"].to_dict() == {"a": True, "b": True}
-    assert claims["margin"].to_dict() == {"a": 2.0, "b": 4.0}  # against the best loser, Local
-    assert claims["beyond noise"].to_dict() == {"a": False, "b": True}  # 2 < 2.83 < 4
-    reversed_claim = T.claim_holds(cells, {"method": "local"}, [{"method": "fedstar"}]).set_index("dataset")
-    assert reversed_claim["holds"].to_dict() == {"a": False, "b": False}
-    assert reversed_claim["beyond noise"].to_dict() == {"a": False, "b": True}  # a clear failure in b
-    one_seed = T.claim_holds(cells.assign(n_seeds=1), {"method": "fedstar"}, [{"method": "local"}])
-    assert one_seed["beyond noise"].isna().all()
-    unfinished = cells.assign(n_seeds=[2, 5, 5, 5, 5, 5])  # FedStar in a: 2 of 5 seeds stored so far
-    partial = T.claim_holds(unfinished, {"method": "fedstar"}, [{"method": "local"}]).set_index("dataset")
-    assert partial["holds"].to_dict() == {"a": None, "b": True}
-    assert partial["beyond noise"].to_dict() == {"a": None, "b": True}
 
 
 def test_per_client_and_curve_rows_round_trip():
@@ -183,7 +172,7 @@ def test_paper_file_holds_every_number_and_consistent_gains():
     paper = compare.load_paper("fedstar")
     counts = pd.Series([str(e["table"]) for e in paper["results"]]).value_counts().to_dict()
     assert counts == {"1": 28, "2": 18, "3": 12, "4": 12, "10": 9}
-    table1 = T.paper_entries(paper, "1").set_index(["method", "dataset"])["mean"]
+    table1 = compare.paper_entries(paper, "1").set_index(["method", "dataset"])["mean"]
     printed_gains = {  # Table 1's "avg. gain" column, as printed
         "fedavg": [-0.13, -0.44, -0.45, -2.05], "fedprox": [-0.08, -0.34, -0.16, -1.72],
         "fedper": [1.70, 0.88, -0.01, -4.67], "fedsage": [0.51, -0.74, 0.18, 1.04],
@@ -193,11 +182,12 @@ def test_paper_file_holds_every_number_and_consistent_gains():
             # gains were computed before rounding, so rounded values can be off by 0.01
             assert table1[(method, setting)] - table1[("local", setting)] == pytest.approx(gain, abs=0.011)
     # the same FedStar run appears in Tables 1-4 and 10
-    table2 = T.paper_entries(paper, "2").set_index(["setting", "dataset"])["mean"]
-    table3 = T.paper_entries(paper, "3").set_index(["setting", "dataset"])["mean"]
+    table2 = compare.paper_entries(paper, "2").set_index(["setting", "dataset"])["mean"]
+    table3 = compare.paper_entries(paper, "3").set_index(["setting", "dataset"])["mean"]
     for setting in ("biochem", "biosncv"):
         assert table2[("share=SE,DC=yes", setting)] == table3[("SE=rw_dg", setting)] == table1[("fedstar", setting)]
-    assert {c["id"] for c in paper["claims"]} >= {"t1_fedavg_fedprox_not_above_local", "t1_fedstar_beats_all"}
+    assert {c["id"] for c in paper["claims"]} >= {"t1_fedavg_fedprox_not_above_local", "t1_fedstar_beats_all",
+                                                   "f4_fedstar_best_every_scale", "t10_default_backbones_best"}
 
 
 def test_decomposition_walks_from_local_to_fedstar():

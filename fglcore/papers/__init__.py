@@ -1,5 +1,8 @@
-"""Paper-specific computations behind the notebooks: tables, simulations and experiment grids.
+"""Paper-specific code behind the notebooks: one sub-package per paper.
 
-One module per paper and notebook theme (``fedspray_motivation``, ``fedstar_tables``, ...), so
-every number a notebook shows comes from code the tests reach.
+``fglcore.papers.fedspray`` and ``fglcore.papers.fedstar`` hold what only
+that paper needs (experiment grids, table layouts, simulations); the
+comparison with the paper's numbers and claims is :mod:`fglcore.compare`,
+driven by ``params/<paper>/paper.yaml``, so a new paper adds data and a
+grid, not comparison code.
 """

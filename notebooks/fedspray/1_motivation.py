@@ -46,7 +46,7 @@ from IPython.display import display
 
 from fglcore import experiment, paths, plotting, runtime
 from fglcore.data.datasets import load_structure
-from fglcore.papers import fedspray_motivation as fm
+from fglcore.papers.fedspray import motivation as fm
 from fglcore.results import ResultStore
 
 out = paths.resolve_output_dir(output_dir, profile, "fedspray")

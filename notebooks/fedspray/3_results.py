@@ -43,7 +43,7 @@ import pandas as pd
 from IPython.display import display
 
 from fglcore import compare, experiment, paths, plotting, runtime
-from fglcore.papers import fedspray_tables as ft
+from fglcore.papers.fedspray import tables as ft
 from fglcore.results import ResultStore
 
 out = paths.resolve_output_dir(output_dir, profile, "fedspray")
@@ -51,6 +51,7 @@ runtime.set_threads()
 plotting.set_style()
 pd.set_option("display.width", 200)
 pd.set_option("display.max_columns", 30)
+pd.set_option("display.max_colwidth", None)  # claim verdicts in full
 print(f"profile {profile}: results go to {paths.display_path(out)}")
 # %% [markdown]
 # ## 1. Data: the paper's datasets and what stands in
@@ -132,7 +133,7 @@ coinciding = comparison[comparison["status"] != "missing"]
 if coinciding.empty:
     print("no paper dataset ran here: the paper's numbers above stand alone; ours are on the stand-ins")
 else:
-    display(ft.side_by_side(coinciding))
+    display(compare.side_by_side(ft.labelled(coinciding), rows=("dataset", "method", "model"), columns="metric"))
 # %% [markdown]
 # ## 4. How far is each method from FedAvg?
 #
@@ -172,14 +173,14 @@ print(identical.to_string(index=False) if not identical.empty else "none")
 # %% [markdown]
 # ## 5. The paper's claims
 #
-# Each claim is checked per dataset and backbone; `holds` is empty when a
-# participant has no rows (a method not run under this profile).
+# The claims of Table 2 as `params/fedspray/paper.yaml` states them, each
+# checked per dataset and backbone, one line per claim. They are judged only
+# on the paper's datasets and on the stand-ins `paper.yaml` names (column
+# `data`); "(within noise)" marks a verdict whose margin another draw of
+# seeds could flip, and "without data" a group where a method did not run.
 # %% [code]
 # NBVAL_CHECK_OUTPUT
-claims = compare.check_claims(results, "fedspray")
-table2_claims = claims[claims["id"].isin([c["id"] for c in compare.load_paper("fedspray")["claims"]
-                                          if c["table"] == "2"])]
-print(table2_claims[["id", "group", "holds", "detail"]].to_string(index=False))
+display(compare.claims_table(compare.check_claims(results, "fedspray", tables=["2"])))
 # %% [markdown]
 # ## 6. FedSpray as O-pFGL ran it
 #
@@ -199,10 +200,9 @@ opfgl_results = experiment.sweep(opfgl, out / "results.csv", progress=progress, 
 # %% [code]
 # NBVAL_CHECK_OUTPUT
 opfgl_comparison = pd.concat([compare.compare(opfgl_results, "fedspray", table=t) for t in opfgl_tables])
-print(ft.side_by_side(opfgl_comparison[opfgl_comparison["status"] != "missing"],
-                      index=("table", "dataset", "method")).to_string())
-opfgl_claims = compare.check_claims(opfgl_results, "fedspray")
-print(opfgl_claims[opfgl_claims["id"].str.startswith("opfgl")][["id", "group", "holds", "detail"]].to_string(index=False))
+print(compare.side_by_side(ft.labelled(opfgl_comparison[opfgl_comparison["status"] != "missing"]),
+                           rows=("table", "dataset", "method"), columns="metric").to_string())
+display(compare.claims_table(compare.check_claims(opfgl_results, "fedspray", tables=opfgl_tables)))
 # %% [markdown]
 # ## 7. Report
 #

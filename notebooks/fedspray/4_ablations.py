@@ -38,7 +38,7 @@ import pandas as pd
 from IPython.display import display
 
 from fglcore import compare, experiment, paths, plotting, runtime
-from fglcore.papers import fedspray_tables as ft
+from fglcore.papers.fedspray import tables as ft
 from fglcore.results import ResultStore
 
 out = paths.resolve_output_dir(output_dir, profile, "fedspray")
@@ -46,15 +46,13 @@ runtime.set_threads()
 plotting.set_style()
 pd.set_option("display.width", 200)
 pd.set_option("display.max_columns", 30)
+pd.set_option("display.max_colwidth", None)  # claim verdicts in full
 print(f"profile {profile}: results go to {paths.display_path(out)}")
-claims_of = {c["id"]: c["table"] for c in compare.load_paper("fedspray")["claims"]}
 
 
 def show_claims(results, table):
-    """The paper's claims about ``table``, checked on ``results``."""
-    claims = compare.check_claims(results, "fedspray")
-    mine = claims[claims["id"].map(claims_of) == table]
-    print(mine[["id", "group", "holds", "detail"]].to_string(index=False))
+    """The paper's claims about ``table`` (from ``paper.yaml``), checked on ``results``, one line each."""
+    display(compare.claims_table(compare.check_claims(results, "fedspray", tables=[table])))
 
 
 def show_comparison(results, table, index=("dataset", "method")):
@@ -64,7 +62,7 @@ def show_comparison(results, table, index=("dataset", "method")):
     if ran.empty:
         print(f"table {table}: no paper dataset ran here; the paper's numbers stand alone, ours are on stand-ins")
     else:
-        display(ft.side_by_side(ran, index=index))
+        display(compare.side_by_side(ft.labelled(ran), rows=index, columns="metric"))
 # %% [markdown]
 # ## Data
 #

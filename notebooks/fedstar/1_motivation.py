@@ -19,7 +19,7 @@
 #
 # This notebook recomputes (b) on the real datasets, shows how much its conclusion depends on a choice the
 # paper leaves open, redraws (a) from our own Table 1 runs, and lists the per-dataset statistics of the
-# paper's Appendix Tables 5–8 next to ours. All numbers come from `fglcore.papers.fedstar_motivation`.
+# paper's Appendix Tables 5–8 next to ours. All numbers come from `fglcore.papers.fedstar.motivation`.
 # %% [parameters]
 profile = "quick"  # parameter set of this run: smoke | quick | full
 output_dir = ""  # results folder; empty means outputs/<profile>/fedstar
@@ -43,8 +43,8 @@ import pandas as pd
 from IPython.display import display
 
 from fglcore import experiment, paths, plotting, runtime
-from fglcore.papers import fedstar_motivation as fm
-from fglcore.papers.fedstar_tables import METHOD_LABELS, SETTING_LABELS
+from fglcore.papers.fedstar import motivation as fm
+from fglcore.papers.fedstar.tables import METHOD_LABELS, SETTING_LABELS
 
 out = paths.resolve_output_dir(output_dir, profile, "fedstar")
 runtime.set_threads()
@@ -197,7 +197,7 @@ assert chem["match"].all(), chem[~chem["match"]]  # CHEM reproduces Table 5 exac
 # the server averages every parameter whose shape is the same on all clients) and **GCFL** (Xie et al.
 # 2021: FedAvg within clusters of clients with similar updates) in three cross-domain settings that the
 # paper does not name; we take BIO-CHEM, BIO-CHEM-SN and BIO-SN-CV (the settings of its ablations). These
-# are Table 1's runs (`fedstar_tables.table1_config`): under the full profile they are shared with the
+# are Table 1's runs (`fedstar.tables.table1_config`): under the full profile they are shared with the
 # results notebook. The bars are the mean over clients of the test accuracy after the last round.
 # %% [code]
 configs = fm.figure1a_configs(figure1a_settings, figure1a_methods, seeds, members=figure1a_members or None,

@@ -44,7 +44,7 @@ from fglcore.data.structure import StructureEncoding, encode_graphs
 from fglcore.fl.channel import Channel
 from fglcore.fl.parameters import weighted_mean
 from fglcore.models.fedstar import FeatureStructureGNN, is_structure_parameter
-from fglcore.papers import fedstar_method as fmethod
+from fglcore.papers.fedstar import method as fmethod
 
 out = paths.resolve_output_dir(output_dir, profile, "fedstar")
 runtime.set_threads()

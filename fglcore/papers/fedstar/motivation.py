@@ -30,7 +30,7 @@ Sharing", AAAI 2023, Figure 1 and Appendix Tables 5-8.
   :func:`statistics_comparison` sets them beside :data:`PAPER_STATISTICS`.
 * **Figure 1(a)** (Local vs FedAvg vs GCFL) is drawn from Table 1's runs:
   :func:`figure1a_configs` builds them with
-  :func:`fglcore.papers.fedstar_tables.table1_config`, so under the full
+  :func:`fglcore.papers.fedstar.tables.table1_config`, so under the full
   profile they *are* the Table 1 runs (same ``config_id``), and
   :func:`figure1a_table` summarises them.
 """
@@ -493,7 +493,7 @@ def figure1a_configs(settings: Sequence[str], methods: Sequence[str], seeds: Seq
     runs, so a shared results file runs them once.
     """
     from fglcore.data.datasets import group_members
-    from fglcore.papers.fedstar_tables import table1_config
+    from fglcore.papers.fedstar.tables import table1_config
 
     if not settings or not methods or not seeds:
         raise ValueError("figure1a_configs: settings, methods and seeds must each name at least one value")

@@ -57,6 +57,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from fglcore.compare import format_mean_std, ours_cells, paper_entries
 from fglcore.config import ConfigError, ExperimentConfig
 
 PAPER = "fedspray"
@@ -396,12 +397,6 @@ def count_runs(configs: Sequence[ExperimentConfig]) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- tables for display
 
 
-def _mean_std(mean: float, std: float) -> str:
-    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
-        return "—"
-    return f"{mean:.2f}" if std is None or math.isnan(std) else f"{mean:.2f} ± {std:.2f}"
-
-
 def method_label(method: str, setting: str) -> str:
     """``fedspray`` and ``"code"`` -> ``"fedspray [code]"``."""
     return f"{method} [{setting}]" if setting else method
@@ -414,24 +409,24 @@ def layout(
     metrics: Sequence[str] = METRICS,
     row_order: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Mean ± std over seeds in the paper's layout: ``index`` rows, ``columns`` columns.
+    """Our cells (:func:`fglcore.compare.ours_cells`: mean ± std over seeds, as ``paper.yaml`` declares) in the
+    paper's layout: ``index`` rows, ``columns`` columns.
 
     The ``method`` column shows the setting in brackets (``fedspray [code]``).
     ``row_order`` orders the methods (e.g. :data:`TABLE2_METHODS`); a method
     absent from it goes last.
     """
-    rows = results[results["metric"].isin(metrics)].copy()
-    if rows.empty:
+    cells = ours_cells(results, PAPER, metrics=list(metrics))
+    if cells.empty:
         return pd.DataFrame()
     if "setting" not in index and "setting" not in columns:
-        rows["method"] = [method_label(m, s) for m, s in zip(rows["method"], rows["setting"])]
+        cells["method"] = [method_label(m, s) for m, s in zip(cells["method"], cells["setting"])]
     by = list(dict.fromkeys([*index, *columns]))
-    grouped = rows.groupby(by, sort=False)["value"]
-    summary = grouped.agg(mean="mean", std=lambda v: v.std(ddof=0)).reset_index()
-    summary["cell"] = [_mean_std(m, s) for m, s in zip(summary["mean"], summary["std"])]
-    summary["metric"] = summary["metric"].map(lambda m: METRIC_NAMES.get(m, m)) if "metric" in by else None
-    table = summary.pivot(index=list(index), columns=list(columns), values="cell")
-    table = table[_column_order(table.columns, summary, list(columns))]
+    cells["cell"] = [format_mean_std(m, s) for m, s in zip(cells["mean"], cells["std"])]
+    if "metric" in by:
+        cells["metric"] = cells["metric"].map(lambda m: METRIC_NAMES.get(m, m))
+    table = cells.pivot_table(index=list(index), columns=list(columns), values="cell", aggfunc="first", sort=False)
+    table = table[_column_order(table.columns, cells, list(columns))]
     return _order_rows(table, list(index), row_order).fillna("—")
 
 
@@ -448,19 +443,15 @@ def _column_order(present: pd.Index, frame: pd.DataFrame, columns: list[str]) ->
     return sorted(present, key=rank)
 
 
-def side_by_side(comparison: pd.DataFrame, index: Sequence[str] = ("dataset", "method", "model")) -> pd.DataFrame:
-    """A :func:`fglcore.compare.compare` frame as "paper | ours | delta | status" per metric."""
-    if comparison.empty:
-        return pd.DataFrame()
+def labelled(comparison: pd.DataFrame) -> pd.DataFrame:
+    """A :func:`fglcore.compare.compare` frame with FedSpray's labels: ``fedspray [code]``, ``Overall`` / ``Minority``.
+
+    For :func:`fglcore.compare.side_by_side` (e.g. ``rows=("dataset", "method", "model"), columns="metric"``).
+    """
     frame = comparison.copy()
     frame["method"] = [method_label(m, s) for m, s in zip(frame["method"], frame["setting"].fillna(""))]
     frame["metric"] = frame["metric"].map(lambda m: METRIC_NAMES.get(m, m))
-    frame["paper"] = [_mean_std(m, s) for m, s in zip(frame["paper_mean"], frame["paper_std"])]
-    frame["ours"] = [_mean_std(m, s) for m, s in zip(frame["ours_mean"], frame["ours_std"])]
-    frame["delta"] = ["—" if pd.isna(d) else f"{d:+.2f}" for d in frame["delta"]]
-    table = frame.pivot_table(index=list(index), columns="metric", values=["paper", "ours", "delta", "status"],
-                              aggfunc="first", sort=False)
-    return table.swaplevel(0, 1, axis=1).sort_index(axis=1, level=0, sort_remaining=False)
+    return frame
 
 
 def gaps(results: pd.DataFrame, reference: Mapping[str, Any], by: Sequence[str] = ("dataset", "model", "metric"),
@@ -574,23 +565,16 @@ def paper_table(
     ``settings`` keeps the entries with these setting labels (``None``: all),
     e.g. ``("",)`` drops the duplicates that face the official-code reading.
     """
-    from fglcore.compare import load_paper, validate_paper
-
-    paper = load_paper(paper) if isinstance(paper, str) else validate_paper(dict(paper))
-    entries = [e for e in paper["results"] if e["table"] == str(table)]
-    if not entries:
-        raise ValueError(f"paper_table: {paper['paper']!r} reports no results for table {table!r}")
-    rows = pd.DataFrame(
-        [{**{k: ("" if e.get(k) is None else e[k]) for k in ("dataset", "method", "model", "setting", "metric",
-                                                              "partition", "num_clients")},
-          "seed": 0, "value": e["mean"], "std": e["std"]} for e in entries]
-    )
+    entries = paper_entries(paper, table)
+    rows = pd.DataFrame({k: entries[k].fillna("").astype(object) if k != "setting" else entries[k]
+                         for k in ("dataset", "method", "model", "setting", "metric", "partition", "num_clients")})
+    rows["value"], rows["std"] = entries["mean"], entries["std"]
     if settings is not None:
         rows = rows[rows["setting"].isin(list(settings))]
     if "setting" not in index and "setting" not in columns:
         rows["method"] = [method_label(m, s) for m, s in zip(rows["method"], rows["setting"])]
     rows["metric"] = rows["metric"].map(lambda m: METRIC_NAMES.get(m, m))
-    rows["cell"] = [_mean_std(m, s) for m, s in zip(rows["value"], rows["std"])]
+    rows["cell"] = [format_mean_std(m, s) for m, s in zip(rows["value"], rows["std"])]
     out = rows.pivot_table(index=list(index), columns=list(columns), values="cell", aggfunc="first", sort=False)
     out = out[_column_order(out.columns, rows, list(columns))]
     return _order_rows(out, list(index), row_order)

@@ -41,20 +41,22 @@ their client averages have 12 and 8 terms instead of 13 and 9.
 
 The paper's cells are formed by the official ``aggregateResults.py``: the
 mean over clients of each client's mean over seeds, "±" the mean over
-clients of each client's std over seeds with ``ddof=1`` (reading A1;
-:func:`paper_cells`). This needs the per-client accuracies, which
-:func:`fglcore.experiment.sweep` stores with ``per_client=True``.
+clients of each client's std over seeds with ``ddof=1`` (reading A1). That
+rule is declared in ``params/fedstar/paper.yaml`` (``aggregation``) and
+applied by :func:`fglcore.compare.ours_cells` and
+:func:`fglcore.compare.compare`; it needs the per-client accuracies, which
+:func:`fglcore.experiment.sweep` stores with ``per_client=True``. The claims
+are in ``paper.yaml`` too (:func:`fglcore.compare.check_claims`).
 """
 from __future__ import annotations
 
 import math
 from typing import Any, Iterable, Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 
+from fglcore.compare import format_mean_std
 from fglcore.config import ConfigError
-from fglcore.results import difference_noise, mean_standard_error
 
 PAPER = "fedstar"
 SETTINGS = ("chem", "biochem", "biochemsn", "biosncv")
@@ -346,47 +348,7 @@ def table1_configs(settings: Iterable[str], methods: Iterable[str], seeds: Itera
     return [table1_config(s, m, seed, **kwargs) for s in settings for m in methods for seed in seeds]
 
 
-# ----------------------------------------------------------------------------- forming the cells (reading A1)
-
-CELL_LABELS = ["table", "dataset", "num_clients", "method", "model", "setting"]
-"""Columns that name one table cell of ours."""
-CELL_COLUMNS = [*CELL_LABELS, "mean", "std", "std_of_mean", "n_seeds", "n_clients"]
-
-
-def client_std(values: pd.Series) -> float:
-    """One client's std over seeds as FedStar's ``aggregateResults`` takes it: pandas ``std`` (``ddof=1``).
-
-    A single seed has no sample std: NaN (the smoke profile).
-    """
-    return float(values.std(ddof=1)) if len(values) > 1 else math.nan
-
-
-def paper_cells(results: pd.DataFrame, by: Sequence[str] = CELL_LABELS) -> pd.DataFrame:
-    """FedStar's table cells from per-client rows (``accuracy[client=K]``, see :func:`fglcore.results.client_values`).
-
-    Per cell (the ``by`` columns): ``mean`` = the mean over clients of each
-    client's mean over seeds; ``std`` = the mean over clients of each
-    client's std over seeds, ``ddof=1`` (official ``aggregateResults.py``
-    ``average_aggregate_all``; digest reading A1); ``std_of_mean`` = the
-    population std over seeds of the client-averaged accuracy (the
-    convention of :mod:`fglcore.compare`), for reference; ``n_seeds`` and
-    ``n_clients``. Cells keep the order in which they first appear.
-    """
-    from fglcore.results import STD_DDOF, client_values
-
-    rows = client_values(results)
-    by = list(by)
-    if rows.empty:
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in [*by, *CELL_COLUMNS[len(CELL_LABELS):]]})
-    per_client = rows.groupby([*by, "client"], sort=False, dropna=False)["value"]
-    clients = per_client.agg(client_mean="mean", client_std=client_std).reset_index()
-    cells = clients.groupby(by, sort=False, dropna=False).agg(
-        mean=("client_mean", "mean"), std=("client_std", "mean"), n_clients=("client", "nunique")).reset_index()
-    by_seed = rows.groupby([*by, "seed"], sort=False, dropna=False)["value"].mean().reset_index()
-    spread = by_seed.groupby(by, sort=False, dropna=False)["value"].agg(
-        std_of_mean=lambda v: float(v.std(ddof=STD_DDOF)), n_seeds="count").reset_index()
-    cells = cells.merge(spread, on=by, how="left", sort=False)
-    return cells[[*by, "mean", "std", "std_of_mean", "n_seeds", "n_clients"]]
+# ----------------------------------------------------------------------------- our cells in the paper's layout
 
 
 def gains_over(cells: pd.DataFrame, reference: str = "local", per: Sequence[str] = ("dataset",)) -> pd.Series:
@@ -401,85 +363,9 @@ def gains_over(cells: pd.DataFrame, reference: str = "local", per: Sequence[str]
     return pd.Series([m - ref.get(k, math.nan) for m, k in zip(cells["mean"], keys)], index=cells.index)
 
 
-def paper_entries(paper: Mapping[str, Any], table: str) -> pd.DataFrame:
-    """The paper's reported cells of ``table`` from a loaded ``paper.yaml`` (:func:`fglcore.compare.load_paper`)."""
-    entries = [e for e in paper["results"] if str(e["table"]) == str(table)]
-    frame = pd.DataFrame(entries)
-    for column in ("setting", "std", "note"):
-        if column not in frame:
-            frame[column] = None
-    frame["setting"] = frame["setting"].fillna("").astype(str)
-    return frame
-
-
-def compare_cells(cells: pd.DataFrame, paper: Mapping[str, Any], table: str) -> pd.DataFrame:
-    """The paper's cells of ``table`` next to ours, with delta, tolerance and status (:mod:`fglcore.compare`).
-
-    Ours are :func:`paper_cells` (the paper's own way of forming mean and
-    "±", and ``std_of_mean`` as ``ours_std_of_mean`` for the seed noise of
-    :mod:`fglcore.papers.fedstar_gaps`), matched on dataset, method and
-    setting. ``tolerance`` and ``status`` are
-    :func:`fglcore.compare.tolerance` and :func:`fglcore.compare.status` of
-    those numbers. Columns follow
-    :func:`fglcore.compare.compare` (so :func:`fglcore.plotting.comparison_bars`
-    draws them).
-    """
-    from fglcore import compare
-
-    entries = paper_entries(paper, table)
-    ours = cells[cells["table"].astype(str) == str(table)]
-    rows = []
-    for _, entry in entries.iterrows():
-        match = ours[(ours["dataset"] == entry["dataset"]) & (ours["method"] == entry["method"])
-                     & (ours["setting"].astype(str) == entry["setting"])]
-        paper_std = None if pd.isna(entry["std"]) else float(entry["std"])
-        if match.empty:
-            mean = std = std_of_mean = math.nan
-            n_seeds, n_clients = 0, 0
-        else:
-            cell = match.iloc[0]
-            mean, std, std_of_mean = float(cell["mean"]), float(cell["std"]), float(cell["std_of_mean"])
-            n_seeds, n_clients = int(cell["n_seeds"]), int(cell["n_clients"])
-        delta = mean - float(entry["mean"])
-        tol = compare.tolerance(paper_std, std)
-        rows.append({"table": str(table), "dataset": entry["dataset"], "method": entry["method"],
-                     "setting": entry["setting"], "paper_mean": float(entry["mean"]), "paper_std": paper_std,
-                     "ours_mean": mean, "ours_std": std, "ours_std_of_mean": std_of_mean,
-                     "n_seeds": n_seeds, "n_clients": n_clients,
-                     "delta": delta, "tolerance": tol, "status": compare.status(delta, tol)})
-    return pd.DataFrame(rows)
-
-
-def format_cell(mean: float, std: float | None) -> str:
-    """``"75.38 ± 2.26"``; ``"75.38"`` without a std; ``"—"`` without a mean."""
-    if mean is None or pd.isna(mean):
-        return "—"
-    return f"{mean:.2f}" if std is None or pd.isna(std) else f"{mean:.2f} ± {std:.2f}"
-
-
 def _two_levels(columns: pd.Index) -> pd.MultiIndex:
     """``(setting, field)`` column tuples as a MultiIndex; empty when no cell is there yet (a preview)."""
     return pd.MultiIndex.from_tuples(columns) if len(columns) else pd.MultiIndex.from_arrays([[], []])
-
-
-def side_by_side(comparison: pd.DataFrame, rows: str = "method", columns: str = "dataset",
-                 row_labels: Mapping[str, str] | None = None,
-                 column_labels: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """A paper-shaped table: one row per ``rows`` value, per ``columns`` value "paper", "ours", "Δ" and status."""
-    row_labels = dict(row_labels or {})
-    column_labels = dict(column_labels or {})
-    out: dict[str, dict[str, str]] = {}
-    for _, r in comparison.iterrows():
-        row = row_labels.get(r[rows], str(r[rows]))
-        col = column_labels.get(r[columns], str(r[columns]))
-        cell = out.setdefault(row, {})
-        cell[(col, "paper")] = format_cell(r["paper_mean"], r["paper_std"])
-        cell[(col, "ours")] = format_cell(r["ours_mean"], r["ours_std"])
-        cell[(col, "Δ")] = "—" if pd.isna(r["delta"]) else f"{r['delta']:+.2f}"
-        cell[(col, "status")] = r["status"]
-    frame = pd.DataFrame.from_dict(out, orient="index")
-    frame.columns = _two_levels(frame.columns)
-    return frame
 
 
 def ours_table(cells: pd.DataFrame, rows: str = "method", columns: str = "dataset", *, gain_over: str | None = None,
@@ -498,7 +384,7 @@ def ours_table(cells: pd.DataFrame, rows: str = "method", columns: str = "datase
             continue
         row = out.setdefault(row_labels.get(c[rows], str(c[rows])), {})
         col = column_labels.get(c[columns], str(c[columns]))
-        row[(col, "avg.")] = format_cell(c["mean"], c["std"])
+        row[(col, "avg.")] = format_mean_std(c["mean"], c["std"])
         if gain_over is not None:
             row[(col, "gain")] = "–" if c[rows] == gain_over or pd.isna(c["gain"]) else f"{c['gain']:+.2f}"
     frame = pd.DataFrame.from_dict(out, orient="index")
@@ -544,50 +430,10 @@ def fedavg_readings(comparison: pd.DataFrame) -> pd.DataFrame:
     return frame.round(2)
 
 
-def claim_holds(cells: pd.DataFrame, winner: Mapping[str, Any], losers: Sequence[Mapping[str, Any]],
-                per: str = "dataset") -> pd.DataFrame:
-    """Whether ``winner``'s cell mean beats every loser's, per ``per`` value, on :func:`paper_cells` cells.
-
-    Participants are mappings of cell labels (``{"method": "fedstar"}``,
-    ``{"method": "fedstar", "setting": "share=SE,DC=yes"}``). Returns one row
-    per group with ``holds`` (``None`` where a participant is missing or
-    has a different number of seeds than the winner), the
-    means compared, the ``margin`` (winner minus best loser) and whether the
-    verdict is ``beyond noise``: ``|margin|`` exceeds the
-    :func:`difference_noise` of the two cell means (from the
-    :func:`mean_standard_error` of each; ``None`` without ``std_of_mean``
-    and ``n_seeds`` for both, or with fewer than two seeds).
-    """
-    def pick(spec: Mapping[str, Any], group: pd.DataFrame) -> tuple[float, float, int]:
-        rows = group
-        for key, value in spec.items():
-            rows = rows[rows[key].astype(str) == str(value)]
-        if not len(rows):
-            return math.nan, math.nan, 0
-        row = rows.iloc[0]
-        seeds = row.get("n_seeds", math.nan)
-        seeds = 0 if pd.isna(seeds) else int(seeds)
-        return float(row["mean"]), mean_standard_error(row.get("std_of_mean", math.nan), seeds), seeds
-
-    out = []
-    for key, group in cells.groupby(per, sort=False):
-        w, w_error, w_seeds = pick(winner, group)
-        picked = [pick(spec, group) for spec in losers]
-        complete = (bool(picked) and not math.isnan(w)
-                    and all(not math.isnan(mean) and seeds == w_seeds for mean, _, seeds in picked))
-        best, best_error, _ = max(picked) if complete else (math.nan, math.nan, 0)
-        margin = w - best
-        noise = difference_noise(w_error, best_error)
-        out.append({per: key, "holds": bool(margin > 0) if complete else None, "winner": round(w, 2),
-                    "best loser": round(best, 2), "margin": round(margin, 2),
-                    "beyond noise": None if math.isnan(noise) or not complete else bool(abs(margin) > noise)})
-    return pd.DataFrame(out)
-
-
 def decomposition(table2: pd.DataFrame) -> pd.DataFrame:
     """§5.3's decomposition per setting: Local -> + s input (None –) -> decoupled local (None ✓) -> SE shared.
 
-    ``table2`` holds :func:`paper_cells` of Table 2's rows and of its Local
+    ``table2`` holds :func:`fglcore.compare.ours_cells` of Table 2's rows and of its Local
     reference (:func:`table2_local_config`). Each step's accuracy and its
     change over the previous step.
     """

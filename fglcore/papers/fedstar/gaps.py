@@ -1,6 +1,6 @@
 """Why a FedStar cell of ours may differ from the paper's: seed noise, and the differences we know of.
 
-A delta between our cell and the paper's (:func:`fglcore.papers.fedstar_tables.compare_cells`)
+A delta between our cell and the paper's (:func:`fglcore.compare.compare`)
 has three kinds of sources:
 
 * **seed noise**: both cells average a few seeds (the paper five). Our cell
@@ -29,7 +29,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from fglcore.papers.fedstar_tables import BACKBONES, TABLE2_ROWS, table2_setting
+from fglcore.papers.fedstar.tables import BACKBONES, TABLE2_ROWS, table2_setting
 from fglcore.results import difference_noise, mean_standard_error
 
 __all__ = ["Difference", "KNOWN_DIFFERENCES", "differences_for", "gap_table", "legend", "report", "shifts",
@@ -115,7 +115,7 @@ def differences_for(cell: Mapping[str, object],
 def gap_table(comparison: pd.DataFrame, known: Sequence[Difference] = KNOWN_DIFFERENCES) -> pd.DataFrame:
     """Every compared cell with its delta, the seed noise on it and the known differences, largest ``|delta|`` first.
 
-    ``comparison`` is :func:`~fglcore.papers.fedstar_tables.compare_cells`'s
+    ``comparison`` is :func:`~fglcore.compare.compare`'s
     output (its ``ours_std_of_mean`` and ``n_seeds`` give the noise). Columns:
     the cell's labels, ``paper``, ``ours``, ``delta``, ``noise`` (the delta
     beyond which it is not seed noise:
