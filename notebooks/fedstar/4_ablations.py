@@ -1,4 +1,17 @@
-# Source of 4_ablations.ipynb: edit here, then `python tools/nbbuild.py notebooks/fedstar/4_ablations.py`.
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # FedStar, ablations: Tables 2, 3, 4, 10 and Figure 4
 #
@@ -17,7 +30,8 @@
 # COLLAB is not available offline: BIO-CHEM-SN and BIO-SN-CV run without it
 # (12 and 8 clients instead of 13 and 9), so their numbers compare with the
 # paper's only roughly.
-# %% [parameters]
+
+# %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
 output_dir = ""  # results folder; empty means outputs/<profile>/fedstar
 ablation_settings = ["biochem"]  # settings of Tables 2 and 3: biochem, biochemsn, biosncv
@@ -34,7 +48,8 @@ seeds = [1, 2]  # run seeds (the paper: 1..5; [1, 2, 3] makes a first pass); the
 rounds = 30  # communication rounds (the paper: 200)
 progress = True  # show progress bars
 run_missing = True  # False: compute nothing, show the cells whose every seed is stored (a preview of a running sweep)
-# %% [code]
+
+# %%
 import pandas as pd
 from IPython.display import display
 
@@ -79,6 +94,8 @@ def sweep(configs, desc):
 def check(cells, winner, losers, text):
     frame = T.claim_holds(cells, winner, losers, per="dataset")
     print(f"{text}:\n{frame.to_string(index=False)}")
+
+
 # %% [markdown]
 # ## 1. Table 2: decoupling and sharing
 #
@@ -98,7 +115,8 @@ def check(cells, winner, losers, text):
 # "None ✓" is FedStar **without any federation**: comparing it with Local
 # (Table 1) and with "SE ✓" splits FedStar's gain into what the architecture
 # brings and what sharing brings (digest §5.3).
-# %% [code]
+
+# %%
 configs2 = [T.table2_config(s, sharing, dc, seed, members=ablation_members[s], **common)
             for s in ablation_settings for sharing, dc in T.TABLE2_ROWS for seed in seeds]
 local_runs = [T.table2_local_config(s, seed, members=ablation_members[s], **common)
@@ -106,13 +124,15 @@ local_runs = [T.table2_local_config(s, seed, members=ablation_members[s], **comm
 results2 = sweep(configs2 + local_runs, "Table 2")
 cells = T.paper_cells(results2)
 table2 = cells[cells.table == "2"]
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 comparison2 = T.compare_cells(table2, paper, "2")  # the Local reference is not a row of Table 2
 comparison2 = comparison2[comparison2.dataset.isin(ablation_settings)]
 print(T.side_by_side(comparison2, rows="setting", row_labels=T.TABLE2_ROW_LABELS,
                      column_labels=T.SETTING_LABELS).to_string())
 comparison2.to_csv(out / "4_table2_comparison.csv", index=False)
+
 # %% [markdown]
 # The paper's claims: sharing only the structure encoder is best; sharing
 # the feature encoder or everything is worse than not sharing at all (with
@@ -120,7 +140,8 @@ comparison2.to_csv(out / "4_table2_comparison.csv", index=False)
 # sharing. As in the results notebook, `margin` is the winner's lead over
 # the best loser and `beyond noise` whether it exceeds twice the standard
 # error of the difference of the two cell means (seed noise).
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 label = T.table2_setting
 check(table2, {"setting": label("SE", True)},
@@ -129,20 +150,24 @@ check(table2, {"setting": label("None", True)}, [{"setting": label("All", True)}
       "None ✓ beats All ✓ and FE ✓")
 check(table2, {"setting": label("None", True)}, [{"setting": label("None", False)}], "None ✓ beats None –")
 check(table2, {"setting": label("All", True)}, [{"setting": label("All", False)}], "All ✓ beats All –")
+
 # %% [markdown]
 # **Where the gain comes from.** Local GIN → add $s_v$ to the input (None –)
 # → the decoupled model, still local (None ✓) → share the structure encoder
 # (SE ✓ = FedStar). In the paper most of the gain is already there at
 # "None ✓", before any federation: BIO-CHEM 71.09 → 71.59 → 74.08 → 74.54.
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 steps = T.decomposition(table2)
 print(steps.round(2).to_string(index=False))
-# %% [code]
+
+# %%
 fig = plotting.comparison_bars(comparison2.assign(method=comparison2.setting.map(T.TABLE2_ROW_LABELS)),
                                title="Table 2: decoupling × sharing")
 plotting.save_figure(fig, out / "4_table2.png")
 display(fig)
+
 # %% [markdown]
 # ## 2. Table 3: which structure embedding
 #
@@ -152,12 +177,14 @@ display(fig)
 # A single embedding is 16-d; without either the structure channel reads an
 # all-ones vector (32-d, so the architecture is unchanged; reading A9) --
 # which still carries degrees through the GCN normalisation.
-# %% [code]
+
+# %%
 configs3 = [T.table3_config(s, e, seed, members=ablation_members[s], **common)
             for s in ablation_settings for e in encodings for seed in seeds]
 results3 = sweep(configs3, "Table 3")
 table3 = T.paper_cells(results3)
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 comparison3 = T.compare_cells(table3, paper, "3")
 comparison3 = comparison3[comparison3.dataset.isin(ablation_settings)
@@ -168,23 +195,27 @@ comparison3.to_csv(out / "4_table3_comparison.csv", index=False)
 check(table3, {"setting": "SE=rw_dg"}, [{"setting": f"SE={e}"} for e in ("dg", "rw", "ones")], "both beat every other")
 check(table3, {"setting": "SE=dg"}, [{"setting": "SE=rw"}], "DSE beats RWSE")
 check(table3, {"setting": "SE=rw"}, [{"setting": "SE=ones"}], "RWSE beats all-ones")
-# %% [code]
+
+# %%
 fig = plotting.comparison_bars(
     comparison3.assign(method=comparison3.setting.map({f"SE={k}": v for k, v in T.TABLE3_LABELS.items()})),
     title="Table 3: structure embeddings")
 plotting.save_figure(fig, out / "4_table3.png")
 display(fig)
+
 # %% [markdown]
 # ## 3. Table 4: local epochs (CHEM)
 #
 # 200 rounds of $E \in \{1, 2, 3, 4\}$ local epochs (so $E=4$ is four times
 # the local computation; reading A15). The paper: FedStar "benefits more
 # from the increasing local epochs".
-# %% [code]
+
+# %%
 configs4 = [T.table4_config(m, e, seed, members=chem, **common)
             for m in epoch_methods for e in epochs for seed in seeds]
 table4 = T.paper_cells(sweep(configs4, "Table 4"))
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 comparison4 = T.compare_cells(table4, paper, "4")
 comparison4 = comparison4[comparison4.method.isin(epoch_methods) & comparison4.setting.isin([f"E={e}" for e in epochs])]
@@ -192,7 +223,8 @@ print(T.side_by_side(comparison4, rows="method", columns="setting", row_labels=T
 comparison4.to_csv(out / "4_table4_comparison.csv", index=False)
 print(T.claim_holds(table4, {"method": "fedstar"}, [{"method": m} for m in epoch_methods if m != "fedstar"],
                     per="setting").to_string(index=False))
-# %% [code]
+
+# %%
 fig = plotting.metric_over_rounds(
     table4.assign(round=table4.setting.str.removeprefix("E=").astype(int), value=table4["mean"],
                   method=table4.method.map(T.METHOD_LABELS)),
@@ -200,6 +232,7 @@ fig = plotting.metric_over_rounds(
 fig.axes[0].set_xlabel("local epochs E")
 plotting.save_figure(fig, out / "4_table4.png")
 display(fig)
+
 # %% [markdown]
 # ## 4. Figure 4: number of clients (CHEM)
 #
@@ -211,7 +244,8 @@ display(fig)
 # random split; the table below records which (reading A14). The paper (no numbers): all
 # methods first drop, then recover as the local tasks get small; FedStar is
 # best at every scale.
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 fallbacks = T.split_fallbacks(T.figure4_config("fedstar", max(shards), seeds[0], members=chem, **common))
 print(f"{max(shards)} shards per dataset: {(~fallbacks.stratified).sum()} of {len(fallbacks)} clients "
@@ -219,7 +253,8 @@ print(f"{max(shards)} shards per dataset: {(~fallbacks.stratified).sum()} of {le
 print(fallbacks.groupby("dataset", sort=False).agg(clients=("client", "count"), graphs=("graphs", "min"),
                                                    unstratified=("stratified", lambda s: int((~s).sum())))
       .to_string())
-# %% [code]
+
+# %%
 configs_f4 = [T.figure4_config(m, k, seed, members=chem, **common)
               for m in shard_methods for k in shards for seed in seeds]
 results_f4 = sweep(configs_f4, "Figure 4")
@@ -229,13 +264,15 @@ fig = plotting.metric_over_rounds(points.assign(round=points.num_clients, method
 fig.axes[0].set_xlabel("clients")
 plotting.save_figure(fig, out / "4_figure4.png")
 display(fig)
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 figure4 = T.paper_cells(results_f4)
 print(T.ours_table(figure4, rows="method", columns="num_clients", row_labels=T.METHOD_LABELS).to_string())
 figure4.to_csv(out / "4_figure4_ours.csv", index=False)
 print(T.claim_holds(figure4, {"method": "fedstar"}, [{"method": m} for m in shard_methods if m != "fedstar"],
                     per="num_clients").to_string(index=False))
+
 # %% [markdown]
 # ## 5. Table 10: backbones (CHEM)
 #
@@ -244,11 +281,13 @@ print(T.claim_holds(figure4, {"method": "fedstar"}, [{"method": m} for m in shar
 # (128 → 64) and the structure channel keeps its tanh (reading A16). The
 # paper gives no std for this table.
 # The paper: FedStar's default pair (FE GIN, SE GCN) is the best of the nine.
-# %% [code]
+
+# %%
 configs10 = [T.table10_config(fe, se, seed, members=chem, **common)
              for fe in feature_convs for se in structure_convs for seed in seeds]
 table10 = T.paper_cells(sweep(configs10, "Table 10"))
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 comparison10 = T.setting_parts(T.compare_cells(table10, paper, "10"))
 comparison10 = comparison10[comparison10.FE.isin(feature_convs) & comparison10.SE.isin(structure_convs)]
@@ -258,6 +297,7 @@ pair = T.table10_setting
 check(table10, {"setting": pair("gin", "gcn")},
       [{"setting": pair(fe, se)} for fe in feature_convs for se in structure_convs if (fe, se) != ("gin", "gcn")],
       "the default pair (FE GIN, SE GCN) beats every other")
+
 # %% [markdown]
 # ## 6. Where we differ from the paper, and why
 #
@@ -272,16 +312,19 @@ check(table10, {"setting": pair("gin", "gcn")},
 # of Table 10). The summary groups each
 # table's row over its settings: a row on one side of the paper everywhere,
 # mostly beyond noise, differs from the paper's run systematically.
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 ablation_comparison = pd.concat([comparison2, comparison3, comparison4, comparison10], ignore_index=True)
 print(fedstar_gaps.report(ablation_comparison, by=("table", "method", "setting")))
-# %% [code]
+
+# %%
 ablation_gaps = fedstar_gaps.gap_table(ablation_comparison)
 fig = plotting.delta_dots(ablation_gaps, rows=["table", "method", "setting"],
                           title="Tables 2, 3, 4, 10: ours − paper (label: table, method, setting)")
 plotting.save_figure(fig, out / "4_gaps.png")
 display(fig)
+
 # %% [markdown]
 # ## 7. Report
 #
@@ -289,13 +332,15 @@ display(fig)
 # `results.csv` (all FedStar notebooks). There "±" follows `fglcore.compare`
 # (population std over seeds of the client average), smaller than the
 # paper's; the tables above use the paper's.
-# %% [code]
+
+# %%
 if run_missing:
     all_rows = ResultStore(out / "results.csv").read()
     comparison, claims = compare.write_report(out, all_rows, "fedstar")
     display(claims)
 else:
     print("PREVIEW: comparison.csv and claims.csv are left as they are until every run is stored")
+
 # %% [markdown]
 # What the runs in `results.csv` cost, from the run index beside it: runs
 # computed and copied from another table, compute hours summed over runs
@@ -303,5 +348,6 @@ else:
 # the wall hours during which at least one run was computing (parallel
 # workers' runs count once, the idle time between sessions not at all), and
 # when the first and last were stored.
-# %% [code]
+
+# %%
 print(ResultStore(out / "results.csv").cost().to_string())
