@@ -15,7 +15,7 @@ from fglcore.data.datasets import load_graph_dataset
 from fglcore.data.federation import GraphClient, GraphFederation
 from fglcore.data.splits import graph_split_indices
 from fglcore.fl.channel import Channel
-from fglcore.models.node import gin_mlp
+from fglcore.models.gin import gin_mlp
 from fglcore.models.operators import GCN, SUM, GraphOperators, apply_conv, required_operators
 
 CPU = torch.device("cpu")
