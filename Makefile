@@ -1,6 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make reproduce [PROFILE=smoke|quick|full] [PAPERS="tour fedspray"] [JOBS=2 | WORKERS=2]
 #   make test
+#   make notebooks   (rebuild notebooks/*/*.ipynb from their jupytext .py sources)
 # Both create (or reuse) the virtual environment in $(VENV).
 
 PROFILE ?= quick
@@ -15,7 +16,7 @@ export FGL_THREADS ?= 2
 # An offline mirror in PyG raw layout beside the checkout is used when present.
 export FGL_DATA_MIRROR ?= $(abspath $(wildcard ../shared/data))
 
-.PHONY: venv reproduce test benchmark benchmark-fedstar benchmark-node
+.PHONY: venv reproduce test notebooks benchmark benchmark-fedstar benchmark-node
 
 venv: $(STAMP)
 
@@ -29,8 +30,15 @@ $(STAMP): pyproject.toml
 reproduce: $(STAMP)
 	$(BIN)/fgl reproduce $(PAPERS) --profile $(PROFILE) --jobs $(JOBS) --workers $(WORKERS)
 
+# Every notebook executes once under smoke: nbval re-runs the committed outputs/smoke notebooks (checked cells),
+# then tests/test_notebooks.py compares the results.csv those runs wrote with the committed one to 1e-6.
 test: $(STAMP)
 	$(BIN)/python -m pytest tests outputs/smoke --nbval-lax -p no:cacheprovider
+
+# The .py (jupytext percent format, paired by jupytext.toml) is the reviewed source of each .ipynb. --to ipynb
+# --update builds from the .py whatever the timestamps (--sync would let a newer, stale .ipynb win after a checkout).
+notebooks: $(STAMP)
+	$(BIN)/jupytext --to ipynb --update notebooks/*/*.py
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/simulation_overhead.py

@@ -54,12 +54,13 @@ def macro_f1(pred: Tensor, y: Tensor, num_classes: int) -> float:
     if pred.dim() == 2:
         pred = pred.argmax(dim=-1)
     pred, y = pred.long().cpu(), y.long().cpu()
-    tp = torch.bincount(y[pred == y], minlength=num_classes).double()
-    pred_count = torch.bincount(pred, minlength=num_classes).double()
-    true_count = torch.bincount(y, minlength=num_classes).double()
+    # Labels >= num_classes count for no class (sklearn's ``labels=``): a stray prediction is a miss, not a crash.
+    tp = torch.bincount(y[pred == y], minlength=num_classes)[:num_classes].double()
+    pred_count = torch.bincount(pred, minlength=num_classes)[:num_classes].double()
+    true_count = torch.bincount(y, minlength=num_classes)[:num_classes].double()
     denom = pred_count + true_count
     f1 = torch.where(denom > 0, 2 * tp / denom.clamp(min=1), torch.zeros_like(tp))
-    return f1[:num_classes].mean().item()
+    return f1.mean().item()
 
 
 def majority_class(y_train: Tensor) -> int:

@@ -38,3 +38,9 @@ def pytest_sessionstart(session):
     import tempfile
 
     os.environ.setdefault("FGL_OUTPUT_ROOT", tempfile.mkdtemp(prefix="fgl-outputs-"))
+
+
+def pytest_collection_modifyitems(session, config, items):
+    # nbval's notebook cells run first, so tests/test_notebooks.py compares the results.csv they wrote under
+    # FGL_OUTPUT_ROOT instead of executing the notebooks a second time (stable sort: cell order is kept).
+    items.sort(key=lambda item: 0 if type(item).__module__.startswith("nbval") else 1)

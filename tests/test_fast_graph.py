@@ -15,7 +15,7 @@ from fglcore.data.datasets import load_graph_dataset
 from fglcore.data.federation import GraphClient, GraphFederation
 from fglcore.data.splits import graph_split_indices
 from fglcore.fl.channel import Channel
-from fglcore.models.node import gin_mlp
+from fglcore.models.gin import gin_mlp
 from fglcore.models.operators import GCN, SUM, GraphOperators, apply_conv, required_operators
 
 CPU = torch.device("cpu")
@@ -126,16 +126,27 @@ def test_required_operators_and_switch(monkeypatch):
     assert required_operators(GCNConv(4, 4)) == {GCN}
     assert required_operators(GCNConv(4, 4, normalize=False)) == frozenset()
     assert required_operators(GATConv(4, 4)) == frozenset()
+    monkeypatch.delenv("FGL_GRAPH_FAST", raising=False)
+    assert fast_graph_default() is True
     monkeypatch.setenv("FGL_GRAPH_FAST", "0")
     assert fast_graph_default() is False
     monkeypatch.setenv("FGL_GRAPH_FAST", "maybe")
     with pytest.raises(ValueError, match="FGL_GRAPH_FAST"):
         fast_graph_default()
-    assert isinstance(GraphOperators(torch.zeros(2, 0, dtype=torch.long), 0), GraphOperators)
+
+
+def test_operators_without_the_layers_matrix_fall_back_to_the_edge_index():
+    """A layer whose sparse operator was not built (or has none) runs on the operators' ``edge_index``."""
+    torch.manual_seed(0)
+    edge_index = torch.tensor([[0, 1, 1, 2, 3], [1, 0, 2, 1, 2]])
+    bare = GraphOperators(edge_index, 4)  # no adjacency, no gcn matrix
+    x = torch.randn(4, 3)
+    for conv in (GINConv(gin_mlp(3, 5, 5)), GCNConv(3, 5), SAGEConv(3, 5, aggr="mean"), GATConv(3, 5)):
+        assert torch.equal(apply_conv(conv, x, bare), conv(x, edge_index)), type(conv).__name__
 
 
 def test_dropout_draws_pytorchs_masks_and_leaves_the_generator_where_pytorch_does():
-    from fglcore.models.dropout import dropout, rand_matches_bernoulli  # noqa: F401
+    from fglcore.models.dropout import dropout
 
     x = torch.randn(37, 11, requires_grad=True)
     for p in (0.5, 0.3):
@@ -148,8 +159,21 @@ def test_dropout_draws_pytorchs_masks_and_leaves_the_generator_where_pytorch_doe
         (grad_got,) = torch.autograd.grad(got.sum(), x)
         assert torch.equal(got, expected) and torch.equal(grad_got, grad_expected)
         assert torch.equal(torch.rand(4), after_expected)
-    assert dropout(x, 0.5, False) is x or torch.equal(dropout(x, 0.5, False), x)
-    assert isinstance(rand_matches_bernoulli(), bool)
+    torch.manual_seed(7)
+    after_nothing = torch.rand(4)
+    torch.manual_seed(7)
+    assert torch.equal(dropout(x, 0.5, False), x)  # evaluation: x unchanged and no draw from the generator
+    assert torch.equal(torch.rand(4), after_nothing)
+
+
+def test_the_bernoulli_probe_tells_whether_the_uniform_draw_gives_pytorchs_mask():
+    """``rand_matches_bernoulli()`` is true exactly when ``dropout_noise`` reproduces ``F.dropout``'s mask here."""
+    from fglcore.models.dropout import dropout_noise, rand_matches_bernoulli
+
+    torch.manual_seed(3)
+    expected = torch.nn.functional.dropout(torch.ones(37, 11), 0.3, True)
+    torch.manual_seed(3)
+    assert torch.equal(dropout_noise(torch.Size([37, 11]), 0.3), expected) == rand_matches_bernoulli()
 
 
 @pytest.mark.parametrize("model", ["sage", "gin", "gcn", "gat"])

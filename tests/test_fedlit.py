@@ -9,7 +9,6 @@ from fglcore.algorithms.fedlit import (
     CHANNEL_TRAIN_NODES,
     PROTOTYPES,
     FedLitServer,
-    MultiChannelGNN,
     assign_link_types,
     canonical_edge_pairs,
     channel_train_nodes,
@@ -23,6 +22,7 @@ from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import build_federation
 from fglcore.fl.engine import Client
 from fglcore.fl.parameters import module_payload
+from fglcore.models.fedlit import MultiChannelGNN
 
 CPU = torch.device("cpu")
 NODE = dict(dataset="Cora", partition="louvain", num_clients=3, hidden=8, rounds=2, local_epochs=2, algorithm="fedlit")

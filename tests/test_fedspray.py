@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from fglcore.algorithms import ALGORITHMS
-from fglcore.algorithms.apfl import ParameterMixture, make_adaptive
+from fglcore.algorithms.apfl import make_adaptive
 from fglcore.algorithms.fedspray import (
     CLASS_RATIOS,
     PROXIES,
@@ -25,6 +25,7 @@ from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import build_federation
 from fglcore.fl.channel import Channel
 from fglcore.metrics import minority_mask
+from fglcore.models.parameter_mixture import ParameterMixture
 
 CPU = torch.device("cpu")
 NODE = dict(dataset="Cora", partition="louvain", num_clients=3, hidden=16, rounds=3, local_epochs=2)

@@ -9,16 +9,14 @@ from torch_geometric.utils import to_undirected
 
 import fglcore.algorithms.fedstar_node as fedstar_node
 from fglcore.algorithms import ALGORITHMS
-from fglcore.algorithms.fedstar_node import (
-    NodeFeatureStructureGNN,
-    PartlyCachedSGConv,
-    client_structure_encoding,
-    is_structure_parameter,
-)
+from fglcore.algorithms.fedstar_node import client_structure_encoding
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import build_federation
 from fglcore.data.structure import StructureEncoding
 from fglcore.fl.channel import Channel
+from fglcore.models.fedstar import is_structure_parameter
+from fglcore.models.fedstar_node import NodeFeatureStructureGNN
+from fglcore.models.partly_cached_sgconv import PartlyCachedSGConv
 
 CPU = torch.device("cpu")
 NODE = dict(dataset="Cora", partition="louvain", num_clients=3, hidden=16, rounds=2, local_epochs=2, lr=0.003,

@@ -239,3 +239,68 @@ def test_options_report_documented_defaults():
     assert MODELS.get("decoupled_gcn").options("node")["K"] == 10
     assert MODELS.get("decoupled_gcn").options("node")["alpha"] == 0.0
     assert MODELS.get("gin").options("graph") == {"train_eps": False, "mlp_batch_norm": False, "pool": "add"}
+
+
+@pytest.mark.parametrize("name,pyg_model,options", [
+    ("gcn", "GCN", {}),
+    ("gcn", "GCN", {"num_layers": 3, "cached": True}),
+    ("gcn", "GCN", {"num_layers": 1}),
+    ("sage", "GraphSAGE", {}),
+    ("sage", "GraphSAGE", {"aggr": "max", "num_layers": 3}),
+])
+def test_gcn_and_graphsage_are_pygs_basic_gnn_models_bit_for_bit(name, pyg_model, options, tiny_graph):
+    """Same seed: PyG's own model has the same parameters and, dropout included, the same outputs and gradients."""
+    import torch_geometric.nn.models as pyg_models
+
+    num_layers = options.get("num_layers", 2)
+    conv_options = {k: v for k, v in options.items() if k != "num_layers"}
+    torch.manual_seed(3)
+    ours = build_model(name, 6, 16, 3, dropout=0.5, **options)
+    torch.manual_seed(3)
+    theirs = getattr(pyg_models, pyg_model)(6, 16, num_layers, 3, dropout=0.5, **conv_options)
+    assert isinstance(ours, getattr(pyg_models, pyg_model))
+    assert ours.state_dict().keys() == theirs.state_dict().keys()
+    assert all(torch.equal(ours.state_dict()[k], theirs.state_dict()[k]) for k in ours.state_dict())
+    for training in (True, False):
+        outputs = []
+        for model in (ours, theirs):
+            model.train(training)
+            model.zero_grad()
+            torch.manual_seed(11)
+            out = model(tiny_graph.x, tiny_graph.edge_index)
+            out.square().sum().backward()
+            outputs.append((out.detach(), [p.grad.clone() for p in model.parameters()]))
+        assert torch.equal(outputs[0][0], outputs[1][0])
+        assert all(torch.equal(a, b) for a, b in zip(outputs[0][1], outputs[1][1]))
+
+
+def _model_classes():
+    """``(module, class)`` for every ``nn.Module`` class defined in a file of :mod:`fglcore.models`."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import fglcore.models
+
+    found = []
+    for info in pkgutil.iter_modules(fglcore.models.__path__):
+        module = importlib.import_module(f"fglcore.models.{info.name}")
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == module.__name__ and issubclass(cls, torch.nn.Module):
+                found.append((info.name, cls))
+    return found
+
+
+# sparse_input's SparseInputLinear is swapped into the first layer of existing models (a layer internal, not a model).
+NOT_MODELS = {"sparse_input"}
+
+
+def test_models_are_one_per_file_with_reset_parameters_and_pyg_style_docstrings():
+    classes = [(module, cls) for module, cls in _model_classes() if module not in NOT_MODELS]
+    assert len(classes) >= 17
+    modules = [module for module, _ in classes]
+    assert len(modules) == len(set(modules)), f"more than one nn.Module in a file: {sorted(modules)}"
+    for module, cls in classes:
+        assert callable(getattr(cls, "reset_parameters", None)), f"{module}.{cls.__name__} has no reset_parameters()"
+        doc = cls.__doc__ or ""
+        assert "Shapes:" in doc and ("Args:" in doc), f"{module}.{cls.__name__}: docstring lacks Args:/Shapes:"

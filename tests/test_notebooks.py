@@ -1,58 +1,103 @@
-"""Every notebook runs under the smoke profile and reproduces the committed smoke results."""
+"""Notebooks: built from their jupytext sources, committed smoke outputs current, smoke numbers reproduced.
+
+``make test`` executes every notebook under the smoke profile once: nbval
+(``pytest tests outputs/smoke --nbval-lax``) re-executes each committed
+``outputs/smoke/<paper>/<nb>.ipynb`` and compares its ``# NBVAL_CHECK_OUTPUT``
+cells. Three checks here make that one execution cover what the notebooks
+promise:
+
+* ``test_committed_smoke_notebook_is_its_source_under_smoke``: the committed
+  smoke notebook is the current ``notebooks/<paper>/<nb>.ipynb`` with the smoke
+  profile's parameters injected by papermill, so nbval runs today's notebook;
+* ``test_smoke_results_reproduce_the_committed_ones``: the ``results.csv``
+  those runs wrote (under ``FGL_OUTPUT_ROOT``, a scratch folder, see
+  ``conftest.py``) equals the committed one to 1e-6. nbval's items run first
+  (``conftest.py`` orders them); a paper whose notebooks nbval did not run in
+  this session (``pytest tests/test_notebooks.py`` alone) is executed here with
+  papermill instead;
+* ``test_notebook_matches_its_source``: the ``.ipynb`` is what jupytext builds
+  from the reviewed percent-format ``.py`` beside it (``make notebooks``).
+"""
 import re
 import shutil
 from pathlib import Path
 
+import jupytext
 import nbformat
 import pytest
+from papermill.iorw import load_notebook_node
+from papermill.parameterize import parameterize_notebook
 
 from fglcore import notebooks, paths
 from fglcore.results import ResultStore
 
 NOTEBOOKS = [nb for paper in notebooks.papers() for nb in notebooks.notebooks_of(paper)]
 COMMITTED = paths.repo_root() / "outputs" / "smoke"
+TOLERANCE = 1e-6
 
 
 def _id(nb: Path) -> str:
     return f"{nb.parent.name}/{nb.stem}"
 
 
+def _cells(nb: nbformat.NotebookNode) -> list[tuple[str, str, list[str]]]:
+    return [(c.cell_type, c.source, list(c.metadata.get("tags", []))) for c in nb.cells]
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=_id)
 def test_notebook_matches_its_source(notebook):
-    """A notebook with a percent-format source beside it must be built from it (tools/nbbuild.py)."""
+    """The ``.ipynb`` holds the cells jupytext reads from its paired percent-format ``.py`` (jupytext.toml)."""
     source = notebook.with_suffix(".py")
-    if not source.exists():
-        pytest.skip("no percent-format source")
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("nbbuild", paths.repo_root() / "tools" / "nbbuild.py")
-    nbbuild = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(nbbuild)
-    built = [("code" if kind == "parameters" else kind, text) for kind, text in nbbuild.cells_of(source)]
-    stored = [(c.cell_type, c.source) for c in nbformat.read(str(notebook), as_version=4).cells]
-    assert built == stored, f"{notebook} is out of date: run python tools/nbbuild.py {source}"
+    assert source.exists(), f"{notebook} has no jupytext source {source.name} beside it"
+    built = jupytext.read(source, fmt="py:percent")
+    stored = nbformat.read(str(notebook), as_version=4)
+    assert _cells(built) == _cells(stored), f"{notebook} is out of date: run make notebooks"
+    assert stored.metadata["kernelspec"]["name"] == "python3"
+    assert built.metadata["kernelspec"]["name"] == "python3"
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=_id)
-def test_notebook_runs_under_smoke_and_matches_committed(notebook, tmp_path):
-    executed = notebooks.execute(notebook, "smoke", out_dir=tmp_path, progress=False)
-    assert executed.exists()
-    committed = COMMITTED / notebook.parent.name / "results.csv"
-    produced = tmp_path / "results.csv"
-    if not produced.exists():
-        pytest.skip(f"{notebook.name} writes no results.csv")
-    if not committed.exists():
-        pytest.fail(f"{notebook.name} wrote results.csv but {committed} is not committed")
+def test_committed_smoke_notebook_is_its_source_under_smoke(notebook):
+    """nbval re-executes ``outputs/smoke/<paper>/<nb>.ipynb``: it must be today's notebook with the smoke parameters."""
+    committed = COMMITTED / notebook.parent.name / notebook.name
+    assert committed.exists(), f"{committed} is not committed: run fgl reproduce {notebook.parent.name} --profile smoke"
+    params, _ = notebooks.prepare(notebook, "smoke")
+    expected = parameterize_notebook(load_notebook_node(str(notebook)), params,
+                                     kernel_name="python3", language="python")
+    stored = nbformat.read(str(committed), as_version=4)
+    assert _cells(stored) == _cells(expected), (
+        f"{committed} is not {notebook} under the smoke profile: "
+        f"run fgl reproduce {notebook.parent.name} --profile smoke"
+    )
+
+
+def _nbval_ran(session: pytest.Session, paper: str) -> bool:
+    """Whether this session's nbval items execute every committed smoke notebook of ``paper``."""
+    executed = {Path(str(item.path)).resolve() for item in session.items if type(item).__module__.startswith("nbval")}
+    return all((COMMITTED / paper / nb.name).resolve() in executed for nb in notebooks.notebooks_of(paper))
+
+
+@pytest.mark.parametrize("paper", notebooks.papers())
+def test_smoke_results_reproduce_the_committed_ones(paper, request, tmp_path):
+    committed = COMMITTED / paper / "results.csv"
+    if _nbval_ran(request.session, paper):
+        produced = paths.output_dir("smoke", paper) / "results.csv"
+        assert produced.resolve() != committed.resolve(), "FGL_OUTPUT_ROOT must not be the committed outputs/"
+    else:
+        for notebook in notebooks.notebooks_of(paper):
+            notebooks.execute(notebook, "smoke", out_dir=tmp_path, progress=False)
+        produced = tmp_path / "results.csv"
+    assert produced.exists(), f"the smoke run of {paper} wrote no {produced}"
+    assert committed.exists(), f"{paper}'s smoke run wrote results.csv but {committed} is not committed"
     ours = ResultStore(produced).read()
-    # The notebooks of one paper share the committed results.csv: compare this notebook's runs only.
     theirs = ResultStore(committed).read()
     theirs = theirs[theirs["config_id"].isin(ours["config_id"])]
-    assert not ours.empty and not theirs.empty, f"no committed smoke rows for {notebook.name} in {committed}"
-    keys = [c for c in ours.columns if c not in ("value",)]
+    assert not ours.empty and not theirs.empty, f"no committed smoke rows for {paper}'s runs in {committed}"
+    keys = [c for c in ours.columns if c != "value"]
     merged = theirs.merge(ours, on=keys, how="outer", suffixes=("_committed", "_now"), indicator=True)
     assert (merged["_merge"] == "both").all(), merged[merged["_merge"] != "both"]
     diff = (merged["value_committed"] - merged["value_now"]).abs()
-    assert diff.max() <= 1e-6, merged[diff > 1e-6]
+    assert diff.max() <= TOLERANCE, merged[diff > TOLERANCE]
 
 
 def test_the_fedstar_ablations_preview_computes_nothing(tmp_path):

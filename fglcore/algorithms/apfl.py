@@ -27,7 +27,7 @@ How it is computed:
 * :math:`w_i` is trained by a plain :class:`~fglcore.algorithms.training.NodeTrainer`
   (or ``GraphTrainer``), exactly as in FedAvg (:class:`APFLClient` is a
   :class:`~fglcore.algorithms.fedavg.FedAvgClient`);
-* :math:`\\bar v_i` is a :class:`ParameterMixture` -- :math:`v_i`'s architecture
+* :math:`\\bar v_i` is a :class:`~fglcore.models.parameter_mixture.ParameterMixture` -- :math:`v_i`'s architecture
   run with the mixed parameters, :math:`w_i` entering detached -- trained by a
   second trainer of the same kind, whose optimizer holds :math:`v_i` only;
   autograd then gives exactly :math:`\\alpha_i\\nabla f_i(\\bar v_i)` for
@@ -68,53 +68,14 @@ import copy
 from typing import Any, Mapping, Sequence
 
 import torch
-from torch import Tensor, nn
-from torch.func import functional_call
+from torch import Tensor
 
 from fglcore.algorithms.base import Trainer, register_algorithm
 from fglcore.algorithms.fedavg import FedAvg, FedAvgClient
 from fglcore.config import ConfigError
 from fglcore.fl.engine import Payload
 from fglcore.metrics import Prediction
-
-
-class ParameterMixture(nn.Module):
-    """:math:`\\bar v = \\alpha v + (1-\\alpha) w`: ``local``'s architecture run with mixed parameters.
-
-    ``local`` (:math:`v`) is the only submodule, so ``parameters()`` yields
-    :math:`v` alone. :math:`w` is ``global_model``'s parameters, read at every
-    call and detached; ``alpha`` is a 0-dim tensor held as a plain attribute
-    (it needs ``requires_grad=True`` to be learned). Called like ``local``.
-    """
-
-    def __init__(self, local: nn.Module, global_model: nn.Module, alpha: Tensor):
-        super().__init__()
-        local_names = [name for name, _ in local.named_parameters()]
-        global_parameters = dict(global_model.named_parameters())
-        if sorted(local_names) != sorted(global_parameters) or any(
-            global_parameters[n].shape != p.shape for n, p in local.named_parameters()
-        ):
-            raise ValueError(
-                "ParameterMixture needs a local and a global model with the same parameter names and shapes"
-            )
-        if alpha.dim() != 0:
-            raise ValueError(f"alpha must be a 0-dim tensor, got shape {tuple(alpha.shape)}")
-        self.local = local
-        self.global_parameters = global_parameters
-        self.alpha = alpha
-
-    @property
-    def accepts_graph_operators(self) -> bool:
-        """Whether the wrapped model's forward takes sparse graph operators (it receives them unchanged)."""
-        return getattr(self.local, "accepts_graph_operators", False)
-
-    def mixed_parameters(self) -> dict[str, Tensor]:
-        a = self.alpha
-        w = self.global_parameters
-        return {name: a * v + (1 - a) * w[name].detach() for name, v in self.local.named_parameters()}
-
-    def forward(self, *args: Any) -> Tensor:
-        return functional_call(self.local, self.mixed_parameters(), args)
+from fglcore.models.parameter_mixture import ParameterMixture
 
 
 def make_adaptive(alpha: Tensor, lr: float) -> None:

@@ -19,7 +19,7 @@ github.com/Oxfordblue7/FedLIT (``src/models/models.py`` ``multichannel_GCN``,
 ``Server``, ``src/trainers/FedLIT_trainer.py``, ``run_FedLIT_trainer.sh``),
 whose details this module follows unless a difference is listed below.
 
-**Model** (:class:`MultiChannelGNN`; code ``multichannel_GCN``). A shared
+**Model** (:class:`~fglcore.models.fedlit.MultiChannelGNN`; code ``multichannel_GCN``). A shared
 projection :math:`h_v = W_0 x_v + b_0` (code ``feature1``, no activation);
 per link type :math:`k` a channel of one linear layer (``feature2``) and
 ``config.num_layers`` message-passing layers of ``config.model`` run on the
@@ -122,9 +122,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 from torch_geometric.data import Data
-from torch_geometric.nn import GCNConv, SAGEConv, SGConv
 
 from fglcore.algorithms.base import Algorithm, TrainerClient, register_algorithm
 from fglcore.algorithms.training import NodeTrainer
@@ -132,96 +131,15 @@ from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
 from fglcore.fl.engine import Client, Payload, Server
 from fglcore.fl.parameters import load_payload, module_payload, weighted_mean
+from fglcore.models.fedlit import MultiChannelGNN
+from fglcore.models.link_type_channel import BACKBONES
 from fglcore.runtime import set_seed
 
-BACKBONES = ("gcn", "sgc", "sage")
 PROTOTYPES = "link_type_prototypes"
 CHANNEL_TRAIN_NODES = "channel_train_nodes"
 CHANNEL_PREFIX = "channels."
 KMEANS_BATCH_SIZE = 1024  # the code's MiniBatchKMeans(batch_size=1024, max_iter=1)
 KMEANS_N_INIT = 3  # MiniBatchKMeans' default n_init in the scikit-learn of the code's time
-
-
-# -- the multi-channel GNN -------------------------------------------------------------------------
-
-
-class LinkTypeChannel(nn.Module):
-    """One channel: a linear layer (code ``feature2``) then the backbone's message passing on one link type."""
-
-    def __init__(self, hidden: int, backbone: str, num_layers: int, dropout: float, self_loops: bool):
-        super().__init__()
-        if backbone not in BACKBONES:
-            raise ValueError(f"unknown FedLit channel backbone {backbone!r}; accepted: {', '.join(BACKBONES)}")
-        self.backbone = backbone
-        self.dropout = dropout
-        self.lin = nn.Linear(hidden, hidden)
-        if backbone == "sgc":
-            convs = [SGConv(hidden, hidden, K=num_layers, add_self_loops=self_loops)]
-        elif backbone == "gcn":
-            convs = [GCNConv(hidden, hidden, add_self_loops=self_loops) for _ in range(num_layers)]
-        else:
-            convs = [SAGEConv(hidden, hidden) for _ in range(num_layers)]
-        self.convs = nn.ModuleList(convs)
-
-    def forward(self, h: Tensor, edge_index: Tensor) -> Tensor:
-        x = self.lin(h)
-        for conv in self.convs:
-            x = conv(x, edge_index)
-            if self.backbone != "sgc":
-                x = F.dropout(F.relu(x), p=self.dropout, training=self.training)
-        return x
-
-
-class MultiChannelGNN(nn.Module):
-    """The shared projection, one :class:`LinkTypeChannel` per link type, the shared classifier.
-
-    ``model(x, edge_index, link_types)`` with ``link_types[e]`` in ``[0, K)``
-    the type of edge ``e``; see the module docstring for the equations.
-    """
-
-    def __init__(
-        self,
-        in_channels: int,
-        hidden: int,
-        out_channels: int,
-        num_link_types: int,
-        backbone: str = "gcn",
-        num_layers: int = 2,
-        dropout: float = 0.0,
-        self_loops: bool = False,
-    ):
-        super().__init__()
-        self.hidden = hidden
-        self.project = nn.Linear(in_channels, hidden)
-        self.channels = nn.ModuleList(
-            LinkTypeChannel(hidden, backbone, num_layers, dropout, self_loops) for _ in range(num_link_types)
-        )
-        self.classifier = nn.Linear(hidden, out_channels)
-
-    @property
-    def num_link_types(self) -> int:
-        return len(self.channels)
-
-    def combine(self, h: Tensor, edge_index: Tensor, link_types: Tensor) -> Tensor:
-        """Logits from projected features ``h``: channel ``k`` on the type-``k`` edges, summed, classified."""
-        if link_types.shape != edge_index.shape[1:]:
-            raise ValueError(
-                f"link_types must hold one type per edge: {edge_index.size(1)} edges, "
-                f"got shape {tuple(link_types.shape)}"
-            )
-        n = h.size(0)
-        out = h.new_zeros(n, self.hidden)
-        for k, channel in enumerate(self.channels):
-            edges = edge_index[:, link_types == k]
-            if edges.size(1) == 0:
-                continue
-            touched = torch.zeros(n, dtype=torch.bool, device=h.device)
-            touched[edges.reshape(-1)] = True
-            out = out + channel(h, edges) * touched.unsqueeze(1)
-        return self.classifier(out)
-
-    def forward(self, x: Tensor, edge_index: Tensor, link_types: Tensor) -> Tensor:
-        return self.combine(self.project(x), edge_index, link_types)
 
 
 def channel_parameter_names(model: MultiChannelGNN, k: int) -> list[str]:

@@ -7,7 +7,7 @@ FedAvg (weights ``n_k / n``, ``n_k`` the client's training samples), and
 *personalization layers* on top, trained by each client on its own data and
 never sent. Here the personalization layers are the model's classifier:
 
-* graph task (:class:`~fglcore.models.graph.GraphClassifier`): the ``head``
+* graph task (:class:`~fglcore.models.graph_classifier.GraphClassifier`): the ``head``
   (FC, ReLU, Dropout, FC) is personal. With ``body="convs"`` (default) only
   the message-passing layers ``convs.*`` are averaged and the input encoder
   stays personal too. That is FedStar's FedPer baseline (Tan et al., AAAI

@@ -5,7 +5,7 @@ Alignment", KDD 2024 (Algorithm 1). Each client keeps a **personalized GNN**
 :math:`f(\\theta^{(k)})` (``config.model``; the paper uses ``gcn``, ``sgc`` and
 ``sage``, any node model works) that is never sent. All clients train one
 global **feature-structure encoder** :math:`g(\\omega)`
-(:class:`FeatureStructureEncoder`: embedding :math:`g_e`, classifier
+(:class:`~fglcore.models.fedspray.FeatureStructureEncoder`: embedding :math:`g_e`, classifier
 :math:`g_p`, projector :math:`g_q`, one linear layer each) and global
 class-wise **structure proxies** :math:`\\mathbf S\\in\\mathbb R^{C\\times d_s}`.
 
@@ -107,7 +107,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 from typing import Any, Mapping, Sequence
 
 import torch
@@ -121,6 +120,7 @@ from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
 from fglcore.fl.engine import Client, Payload
 from fglcore.fl.parameters import load_payload, module_payload, weighted_mean
+from fglcore.models.fedspray import ENCODER_INITS, FeatureStructureEncoder
 from fglcore.models.sparse_input import accept_constant_features, constant_features
 
 PROXIES = "proxies"
@@ -129,47 +129,6 @@ LABELED_PROXIES = ("global", "persistent")
 KD_NODES = ("all", "confident")
 PROJECTOR_SOURCES = ("projector", "classifier")
 GNN_INITS = ("pyg", "official")
-ENCODER_INITS = ("pytorch", "official")
-
-
-class FeatureStructureEncoder(nn.Module):
-    """FedSpray's global encoder :math:`g(\\omega)` (§4.2.2, Fig. 3b): one linear layer per part.
-
-    * ``embedding`` :math:`g_e`: :math:`e_i=\\mathrm{ReLU}(W_e x_i+b_e)`, width ``proxy_dim``;
-    * ``classifier`` :math:`g_p`: soft-target logits from :math:`e_i + s_i` (Eq. 9);
-    * ``projector`` :math:`g_q`: feature-only logits from :math:`e_i` (Eq. 10).
-    """
-
-    def __init__(self, in_channels: int, proxy_dim: int, num_classes: int, init: str = "pytorch"):
-        super().__init__()
-        if init not in ENCODER_INITS:
-            raise ValueError(f"unknown encoder init {init!r}; accepted: {', '.join(ENCODER_INITS)}")
-        self.init = init
-        self.embedding = nn.Linear(in_channels, proxy_dim)
-        self.classifier = nn.Linear(proxy_dim, num_classes)
-        self.projector = nn.Linear(proxy_dim, num_classes)
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        for layer in (self.embedding, self.classifier, self.projector):
-            if self.init == "pytorch":
-                layer.reset_parameters()
-            else:  # the official MLPLayer: weight and bias ~ U(-1/sqrt(out), 1/sqrt(out))
-                bound = 1.0 / math.sqrt(layer.out_features)
-                nn.init.uniform_(layer.weight, -bound, bound)
-                nn.init.uniform_(layer.bias, -bound, bound)
-
-    def embed(self, x: Tensor) -> Tensor:
-        """:math:`e_i = g_e(x_i)`."""
-        return F.relu(self.embedding(x))
-
-    def soft_target_logits(self, embedding: Tensor, proxies: Tensor) -> Tensor:
-        """Logits of :math:`p_i = g_p(e_i + s_i)` (Eq. 9 with ``Combine`` = addition)."""
-        return self.classifier(embedding + proxies)
-
-    def projector_logits(self, embedding: Tensor) -> Tensor:
-        """Logits of :math:`q_i = g_q(e_i)` (Eq. 10)."""
-        return self.projector(embedding)
 
 
 # -- losses -----------------------------------------------------------------------------------------

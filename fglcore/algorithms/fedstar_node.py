@@ -24,7 +24,7 @@ Every choice, with the FedStar equation or code it follows:
    never per round. Options ``encoding`` (``rw_dg``, ``rw``, ``dg``, ``ones``;
    FedStar Table 3), ``rw_steps`` (``k2``), ``degree_slots`` (``k1``) and
    ``ones_width`` as in the graph version.
-2. **Decoupled model** (:class:`NodeFeatureStructureGNN`; FedStar Fig. 2(a),
+2. **Decoupled model** (:class:`~fglcore.models.fedstar_node.NodeFeatureStructureGNN`; FedStar Fig. 2(a),
    Table 9, code ``GIN_dc``). Two channels of ``L`` layers of the config's
    backbone (``model``: ``gcn``, ``sgc`` or ``sage``; ``num_layers``,
    ``hidden``, ``dropout``)::
@@ -49,7 +49,7 @@ Every choice, with the FedStar equation or code it follows:
    linear map, FedSpray's ``SGConv(d_x, C, K=2)``): ``g = tanh(SGConv(s))``
    (``d_s -> H``) and ``logits = SGConv([x || g])``; ``num_layers`` does not
    apply to it, as for the plain SGC. ``S^K x`` is computed once
-   (:class:`PartlyCachedSGConv`); only ``g`` is propagated each step.
+   (:class:`~fglcore.models.partly_cached_sgconv.PartlyCachedSGConv`); only ``g`` is propagated each step.
 3. **Sharing** (FedStar Eq. 9, Alg. 1): the server averages only the
    structure channel ``structure_convs.*`` weighted by the clients' numbers of
    *training nodes* (the node counterpart of FedStar's training graphs), and
@@ -73,16 +73,11 @@ alone), mirroring FedStar's Table 2 ablation; ``encoding``, ``rw_steps``,
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any, Callable, Mapping
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.data import Data
-from torch_geometric.nn import GCNConv, SAGEConv, SGConv
-from torch_geometric.nn.conv.gcn_conv import gcn_norm
-from torch_geometric.utils import to_torch_csr_tensor
 
 from fglcore.algorithms.base import Algorithm, register_algorithm
 from fglcore.algorithms.fedstar import (
@@ -96,200 +91,26 @@ from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.structure import ENCODINGS, StructureEncoding, structure_encodings
 from fglcore.fl.channel import Channel
 from fglcore.fl.engine import Client, Server
-from fglcore.models.node import CachedGraphGuard, reset_children
-from fglcore.models.operators import GraphOperators, apply_conv
+from fglcore.models.fedstar import is_structure_parameter
+from fglcore.models.fedstar_node import BACKBONES, FEATURE_CHANNEL, NodeFeatureStructureGNN
 from fglcore.runtime import set_seed
 
-BACKBONES = ("gcn", "sgc", "sage")
 SHARE_MODES = ("structure", "feature", "all", "none")
-SGC_HOPS = 2
-STRUCTURE_CHANNEL = "structure_convs"
-FEATURE_CHANNEL = "feature_convs"
-
-
-class PartlyCachedSGConv(SGConv):
-    """``SGConv`` over ``[x_fixed || x_trained]`` whose propagated fixed part is computed once.
-
-    ``Lin(S^K [a || b]) = W_a S^K a + W_b S^K b + bias``, so the output equals
-    ``SGConv`` on the concatenation while only the last ``in_channels -
-    fixed_channels`` columns (the structure states, which change as they
-    train) are propagated each call, as one sparse product per hop with the
-    normalised adjacency ``S`` kept from the first call. Exact while the first
-    ``fixed_channels`` columns (the node features) and the graph stay the
-    same: a cached model's contract. Parameters and their names are
-    ``SGConv``'s (``lin.weight``, ``lin.bias``).
-    """
-
-    def __init__(self, in_channels: int, out_channels: int, K: int, fixed_channels: int):
-        super().__init__(in_channels, out_channels, K=K, cached=False)
-        if not 0 < fixed_channels < in_channels:
-            raise ValueError(f"fixed_channels: must be in [1, {in_channels - 1}], got {fixed_channels}")
-        self.fixed_channels = fixed_channels
-        self._cached_adjacency: Tensor | None = None
-        self._cached_fixed: Tensor | None = None
-
-    def reset_parameters(self) -> None:
-        super().reset_parameters()
-        self._cached_adjacency = None
-        self._cached_fixed = None
-
-    def _propagate_k(self, x: Tensor) -> Tensor:
-        for _ in range(self.K):
-            x = torch.sparse.mm(self._cached_adjacency, x)
-        return x
-
-    def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
-        """``SGConv(x)`` with ``x = [fixed || trained]``; see :meth:`forward_parts`."""
-        if edge_weight is not None:
-            raise ValueError("PartlyCachedSGConv does not take edge weights")
-        f = self.fixed_channels
-        return self.forward_parts(x[:, :f], x[:, f:], edge_index)
-
-    def forward_parts(self, fixed: Tensor, trained: Tensor, edge_index: Tensor) -> Tensor:
-        """``SGConv([fixed || trained])`` without forming the concatenation."""
-        n, f = fixed.size(0), self.fixed_channels
-        if fixed.size(1) != f or trained.size(1) != self.in_channels - f:
-            raise ValueError(
-                f"expected {f} fixed and {self.in_channels - f} trained columns, got {fixed.size(1)} and "
-                f"{trained.size(1)}"
-            )
-        if self._cached_adjacency is None:
-            edge_index, weight = gcn_norm(edge_index, None, n, False, self.add_self_loops, self.flow,
-                                          dtype=trained.dtype)
-            # out[i] = sum over edges j -> i of w_ji x_j (flow source_to_target): row i, column j.
-            with warnings.catch_warnings():  # torch's notes that CSR tensors are beta and unchecked
-                warnings.filterwarnings("ignore", message="Sparse (CSR tensor support|invariant checks)")
-                self._cached_adjacency = to_torch_csr_tensor(edge_index.flip(0), weight, size=(n, n))
-        if self._cached_fixed is None:
-            self._cached_fixed = self._propagate_k(fixed.detach())
-        weight = self.lin.weight
-        out = F.linear(self._cached_fixed, weight[:, :f], self.lin.bias)
-        return out + F.linear(self._propagate_k(trained), weight[:, f:])
-
-
-def backbone_layer(
-    backbone: str, in_channels: int, out_channels: int, *, cached: bool, fixed_channels: int = 0
-) -> nn.Module:
-    """One layer of ``backbone``: ``GCNConv`` (``cached``: normalised adjacency), ``SAGEConv`` (mean
-    aggregator) or ``SGConv`` (``K = 2``). A cached SGC layer caches its propagated input, or with
-    ``fixed_channels`` only that many leading input columns (:class:`PartlyCachedSGConv`)."""
-    if backbone == "gcn":
-        return GCNConv(in_channels, out_channels, cached=cached)
-    if backbone == "sage":
-        return SAGEConv(in_channels, out_channels, aggr="mean")
-    if backbone == "sgc":
-        if cached and fixed_channels:
-            return PartlyCachedSGConv(in_channels, out_channels, SGC_HOPS, fixed_channels)
-        return SGConv(in_channels, out_channels, K=SGC_HOPS, cached=cached)
-    raise ConfigError(f"model: {backbone!r} is not accepted by fedstar_node; accepted: {', '.join(BACKBONES)}")
-
-
-class NodeFeatureStructureGNN(CachedGraphGuard):
-    """FedStar's feature-structure decoupled GNN for node classification (see the module docstring).
-
-    Called as ``model(x, s, edge_index)`` with node features ``x`` ``[N, in_channels]`` and
-    structure encodings ``s`` ``[N, structure_channels]``; returns logits ``[N, out_channels]``.
-    Parameters of the shared structure channel are ``structure_convs.*``
-    (:func:`is_structure_parameter`), those of the personal feature channel ``feature_convs.*``.
-
-    Args:
-        in_channels, structure_channels, hidden_channels, out_channels: widths.
-        num_layers: ``L`` layers per channel (``gcn``, ``sage``); ``sgc`` has one.
-        dropout: after each hidden feature layer (never in the structure channel).
-        backbone: ``"gcn"``, ``"sgc"`` or ``"sage"``.
-        cached: bind the model to one graph (GCN caches its normalised adjacency,
-            the SGC structure layer its propagated encodings).
-    """
-
-    accepts_graph_operators = True
-
-    def __init__(
-        self,
-        in_channels: int,
-        structure_channels: int,
-        hidden_channels: int,
-        out_channels: int,
-        num_layers: int = 2,
-        dropout: float = 0.5,
-        *,
-        backbone: str = "gcn",
-        cached: bool = False,
-    ):
-        super().__init__(cached)
-        for key, value in (("in_channels", in_channels), ("structure_channels", structure_channels),
-                           ("hidden_channels", hidden_channels), ("out_channels", out_channels),
-                           ("num_layers", num_layers)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{key}: must be an integer >= 1, got {value!r}")
-        if not 0 <= dropout < 1:
-            raise ValueError(f"dropout: must be in [0, 1), got {dropout!r}")
-        if backbone not in BACKBONES:
-            raise ValueError(f"backbone: {backbone!r} is not accepted; accepted: {', '.join(BACKBONES)}")
-        layers = 1 if backbone == "sgc" else num_layers
-        hidden = hidden_channels
-        self.backbone = backbone
-        self.dropout = dropout
-        structure_in = [structure_channels] + [hidden] * (layers - 1)
-        feature_in = [in_channels] + [hidden] * (layers - 1)
-        feature_out = [hidden] * (layers - 1) + [out_channels]
-        # The structure channel's first layer reads the fixed encodings: a cached SGC layer keeps S^K s.
-        # The (single) SGC feature layer reads [x || g]: only S^K x is fixed, g trains.
-        self.structure_convs = nn.ModuleList(
-            [backbone_layer(backbone, i, hidden, cached=cached) for i in structure_in]
-        )
-        self.feature_convs = nn.ModuleList(
-            [
-                backbone_layer(backbone, i + hidden, o, cached=cached, fixed_channels=in_channels if j == 0 else 0)
-                for j, (i, o) in enumerate(zip(feature_in, feature_out))
-            ]
-        )
-
-    def reset_parameters(self) -> None:
-        reset_children(self)
-        self.forget_graph()
-
-    def structure_states(self, s: Tensor, graph: Tensor | GraphOperators) -> list[Tensor]:
-        """``[g^(1), ..., g^(L)]``: the structure channel's states (they never depend on features)."""
-        states, g = [], s
-        for conv in self.structure_convs:
-            g = torch.tanh(apply_conv(conv, g, graph))
-            states.append(g)
-        return states
-
-    def forward(self, x: Tensor, s: Tensor, graph: Tensor | GraphOperators) -> Tensor:
-        """``graph`` is the ``edge_index``, or the client's sparse operators (the trainers' fast path,
-        :mod:`fglcore.models.operators`: the same numbers, bit for bit)."""
-        self.check_graph(x, graph)
-        if s.size(0) != x.size(0):
-            raise ValueError(f"structure encodings have {s.size(0)} rows but there are {x.size(0)} nodes")
-        edge_index = graph.edge_index if isinstance(graph, GraphOperators) else graph
-        h, last = x, len(self.feature_convs) - 1
-        for i, (conv, g) in enumerate(zip(self.feature_convs, self.structure_states(s, graph))):
-            if isinstance(conv, PartlyCachedSGConv):
-                h = conv.forward_parts(h, g, edge_index)
-            else:
-                h = apply_conv(conv, torch.cat([h, g], dim=-1), graph)
-            if i < last:
-                h = F.dropout(F.relu(h), self.dropout, self.training)
-        return h
-
-
-def is_structure_parameter(name: str) -> bool:
-    """Whether parameter ``name`` belongs to the shared structure channel (FedStar Eq. 9's ``w_g``)."""
-    return name.split(".", 1)[0] == STRUCTURE_CHANNEL
 
 
 def shared_parameter_predicate(share: str) -> Callable[[str], bool]:
     """Which parameters of a :class:`NodeFeatureStructureGNN` the server averages under ``share``."""
     if share not in SHARE_MODES:
         raise ConfigError(f"algorithm_options.share: {share!r} is not accepted; accepted: {', '.join(SHARE_MODES)}")
-    prefixes = {
-        "structure": (STRUCTURE_CHANNEL,),
-        "feature": (FEATURE_CHANNEL,),
-        "all": (STRUCTURE_CHANNEL, FEATURE_CHANNEL),
-        "none": (),
+    def is_feature_parameter(name: str) -> bool:
+        return name.split(".", 1)[0] == FEATURE_CHANNEL
+
+    return {
+        "structure": is_structure_parameter,
+        "feature": is_feature_parameter,
+        "all": lambda name: is_structure_parameter(name) or is_feature_parameter(name),
+        "none": lambda name: False,
     }[share]
-    return lambda name: name.split(".", 1)[0] in prefixes
 
 
 def client_structure_encoding(data: Data, encoding: StructureEncoding, *, cache: bool = True) -> Tensor:

@@ -94,7 +94,7 @@ class NodeTrainer:
     training class); by default it is computed from ``data`` itself.
 
     ``fast`` (default :func:`fast_graph_default`) hands a model that declares
-    ``accepts_graph_operators`` (:class:`~fglcore.models.node.StackedGNN`:
+    ``accepts_graph_operators`` (:class:`~fglcore.models.stacked.StackedGNN`:
     GCN, GraphSAGE, GIN, GAT, and APFL's mixture of one) the
     client graph's sparse operators, built once, instead of its
     ``edge_index``: bit for bit the same numbers (see the module

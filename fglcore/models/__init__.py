@@ -12,11 +12,42 @@ name                      tasks           follows
 ``decoupled_gcn``         node            MLP then K propagation steps (FedStruct; APPNP if alpha > 0)
 ========================  ==============  ===========================================================
 
-Node models (:mod:`fglcore.models.node`) are called ``model(x, edge_index)``;
-graph models are a :class:`~fglcore.models.graph.GraphClassifier` around the
-named backbone, called ``model(x, edge_index, batch)``. Each model's options
-and their defaults are the keyword arguments of its class (node task) or conv
+Node models are called ``model(x, edge_index)``; graph models are a
+:class:`~fglcore.models.graph_classifier.GraphClassifier` around the named
+backbone, called ``model(x, edge_index, batch)``. Each model's options and
+their defaults are the keyword arguments of its class (node task) or conv
 builder (graph task, plus ``pool``); :meth:`ModelSpec.options` lists them.
+
+One model per file; GCN and GraphSAGE are PyG's ``GCN`` and ``GraphSAGE``
+models, GAT, GIN and MLP are PyG ``BasicGNN`` models with the papers' layers
+(:mod:`~fglcore.models.stacked`):
+
+=========================  =================================================================
+file                       holds
+=========================  =================================================================
+``gcn.py``                 :class:`GCN`, ``gcn_conv``
+``sgc.py``                 :class:`SGC`
+``sage.py``                :class:`GraphSAGE`, ``sage_conv``
+``gat.py``                 :class:`GAT`, ``gat_conv``
+``gin.py``                 :class:`GIN`, ``gin_mlp``, ``gin_conv``
+``mlp.py``                 :class:`MLP`
+``linear.py``              :class:`~fglcore.models.linear.NodeWiseLinear`, ``linear_conv``
+``propagation.py``         :class:`Propagation`
+``decoupled_gcn.py``       :class:`DecoupledGCN`
+``graph_classifier.py``    :class:`GraphClassifier`
+``stacked.py``             :class:`~fglcore.models.stacked.StackedGNN`, their ``BasicGNN`` base
+``cached_graph.py``        :class:`~fglcore.models.cached_graph.CachedGraphGuard` (``cached=True``)
+``fedstar.py``             FedStar's :class:`~fglcore.models.fedstar.FeatureStructureGNN`
+``fedstar_node.py``        FedStar's node model :class:`~fglcore.models.fedstar_node.NodeFeatureStructureGNN`
+``partly_cached_sgconv.py``  :class:`~fglcore.models.partly_cached_sgconv.PartlyCachedSGConv`
+``fedspray.py``            FedSpray's :class:`~fglcore.models.fedspray.FeatureStructureEncoder`
+``fedlit.py``              FedLit's :class:`~fglcore.models.fedlit.MultiChannelGNN`
+``link_type_channel.py``   FedLit's :class:`~fglcore.models.link_type_channel.LinkTypeChannel`
+``parameter_mixture.py``   APFL's :class:`~fglcore.models.parameter_mixture.ParameterMixture`
+=========================  =================================================================
+
+``operators.py`` (CSR message passing), ``sparse_input.py`` (sparse first
+layers), ``dropout.py`` and ``utils.py`` hold no model.
 """
 from __future__ import annotations
 
@@ -30,8 +61,16 @@ import torch
 from torch import nn
 
 from fglcore.config import ConfigError, check_type, check_unknown_keys
-from fglcore.models.graph import POOLS, GraphClassifier, gat_conv, gcn_conv, gin_conv, linear_conv, sage_conv
-from fglcore.models.node import GAT, GCN, GIN, MLP, SGC, DecoupledGCN, GraphSAGE, Propagation
+from fglcore.models.decoupled_gcn import DecoupledGCN
+from fglcore.models.gat import GAT, gat_conv
+from fglcore.models.gcn import GCN, gcn_conv
+from fglcore.models.gin import GIN, gin_conv
+from fglcore.models.graph_classifier import POOLS, GraphClassifier
+from fglcore.models.linear import linear_conv
+from fglcore.models.mlp import MLP
+from fglcore.models.propagation import Propagation
+from fglcore.models.sage import GraphSAGE, sage_conv
+from fglcore.models.sgc import SGC
 from fglcore.registry import Registry
 
 TASKS = ("node", "graph")

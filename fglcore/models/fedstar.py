@@ -45,9 +45,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GCNConv, GINConv, SAGEConv, global_add_pool
 
-from fglcore.models.node import gin_mlp, reset_children
 from fglcore.models.dropout import relu_dropout
+from fglcore.models.gin import gin_mlp
 from fglcore.models.operators import GraphOperators, apply_conv
+from fglcore.models.utils import reset_children
 
 STRUCTURE_CHANNEL = ("structure_encoder", "structure_convs")
 """Modules of the shared structure encoder ``w_g`` (FedStar Eq. 9)."""
@@ -76,7 +77,9 @@ two-layer MLP of FedStar's code (Linear, ReLU, Linear; no batch norm), GraphSAGE
 
 
 def is_structure_parameter(name: str) -> bool:
-    """Whether parameter ``name`` (as in ``named_parameters()``) belongs to the shared structure channel."""
+    """Whether parameter ``name`` (as in ``named_parameters()``) belongs to the shared structure channel ``w_g``
+    (FedStar Eq. 9) of a :class:`FeatureStructureGNN` or of its node counterpart
+    :class:`~fglcore.models.fedstar_node.NodeFeatureStructureGNN` (whose structure channel is ``structure_convs``)."""
     return name.split(".", 1)[0] in STRUCTURE_CHANNEL
 
 
@@ -92,11 +95,13 @@ def _conv(kind: str, in_channels: int, out_channels: int, which: str) -> nn.Modu
 
 
 class FeatureStructureGNN(nn.Module):
-    """The feature-structure decoupled GNN of FedStar (``GIN_dc`` in its code); see the module docstring.
+    r"""The feature-structure decoupled GNN of FedStar (Tan et al., AAAI 2023, Fig. 2(a), Table 9; ``GIN_dc``
+    in its code); the module docstring gives the equations.
 
     Called as ``model(x, s, edge_index, batch)`` with node features ``x``
-    ``[N, in_channels]`` and structure embeddings ``s`` ``[N, structure_channels]``
-    (:mod:`fglcore.data.structure`); returns logits ``[num_graphs, out_channels]``.
+    and structure embeddings ``s`` (FedStar Eqs. 5-7, :mod:`fglcore.data.structure`).
+    Written here, not on PyG's ``BasicGNN``: two channels run side by side
+    and the feature layers read both.
 
     Args:
         in_channels: node feature width (client-specific).
@@ -109,6 +114,12 @@ class FeatureStructureGNN(nn.Module):
         structure_conv: backbone of the structure channel (``"gcn"``).
         fusion_before_pooling: apply the fusion layer per node before sum
             pooling (official code) instead of after it (paper, Table 9).
+
+    Shapes:
+        - **input:** node features :math:`(|\mathcal{V}|, F)`, structure embeddings :math:`(|\mathcal{V}|, F_s)`,
+          edge indices :math:`(2, |\mathcal{E}|)` (or a batch's
+          :class:`~fglcore.models.operators.GraphOperators`), ``batch`` :math:`(|\mathcal{V}|)`
+        - **output:** logits :math:`(B, C)` for :math:`B` graphs
     """
 
     def __init__(

@@ -1,4 +1,17 @@
-# Source of 1_motivation.ipynb: edit here, then `python tools/nbbuild.py notebooks/fedspray/1_motivation.py`.
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # FedSpray, part 1: why minority nodes suffer in federated graph learning
 #
@@ -19,7 +32,8 @@
 # 3. **Proposition 3.1**: on a random-graph model, replacing a node's *local*
 #    neighbourhood information by *global class-wise* information widens the
 #    margin of the optimal linear classifier.
-# %% [parameters]
+
+# %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
 output_dir = ""  # results folder; empty means outputs/<profile>/fedspray
 table1_dataset = "PubMed"  # dataset of the paper's Table 1 (structure and labels only)
@@ -40,7 +54,8 @@ degree = 5  # Prop. 3.1: neighbours per node
 dim = 16  # Prop. 3.1: feature dimension
 mean_distance = 1.0  # Prop. 3.1: distance between the two class means
 progress = True  # show progress bars
-# %% [code]
+
+# %%
 import pandas as pd
 from IPython.display import display
 
@@ -55,6 +70,7 @@ plotting.set_style()
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 200)
 print(f"profile {profile}: results go to {paths.display_path(out)}")
+
 # %% [markdown]
 # ## 1. Table 1: majority and minority nodes per client
 #
@@ -70,30 +86,35 @@ print(f"profile {profile}: results go to {paths.display_path(out)}")
 # The paper's clients are the official partition files of FedSpray's repository.
 # PubMed's feature file is missing offline, but the table needs only the graph and
 # the labels, which `load_structure` reads without the features.
-# %% [code]
+
+# %%
 structure = load_structure(table1_dataset)
 official = fm.official_partition_clients(structure)
 ours = fm.table1(official, structure.num_classes)
 display(ours)
+
 # %% [markdown]
 # The partition files come in file-name order; the paper numbers its clients
 # differently. Each paper row is matched to the one client with the same majority
 # class and node counts, then every column is compared (homophily to the two
 # decimals the paper prints).
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 comparison = fm.compare_table1(ours)
 comparison.to_csv(out / "1_table1.csv", index=False)
 ResultStore(out / "results.csv").append(fm.table1_rows(comparison, table1_dataset))
 print(comparison.drop(columns=["our_client"]).to_string(index=False))
 print(f"\nclients reproduced exactly: {int(comparison['exact'].sum())} of {len(comparison)}")
-# %% [code]
+
+# %%
 table1_paper_order = ours.iloc[fm.match_paper_clients(ours)].assign(client=comparison["client"].to_numpy())
 fig = plotting.method_bars(fm.homophily_long(table1_paper_order), x="client", hue="group",
                            ylabel="average node homophily",
                            title=f"{table1_dataset}, official partition (Table 1)")
 plotting.save_figure(fig, out / "1_table1_homophily.png")
 display(fig)
+
 # %% [markdown]
 # In every client the majority nodes are far more homophilous than the minority
 # nodes: a minority node of client 3 has only 17% of its neighbours in its own class.
@@ -102,7 +123,8 @@ display(fig)
 #
 # FedSpray's recipe (§5.1): run Louvain, keep the `num_clients` largest
 # communities, each one a client (`louvain_largest`; smaller communities are dropped).
-# %% [code]
+
+# %%
 louvain_tables = []
 for name in louvain_datasets:
     graph = load_structure(name)
@@ -110,17 +132,20 @@ for name in louvain_datasets:
     louvain_tables.append(table.assign(dataset=graph.name))  # a path to your own graph shows its file stem
 louvain_table = pd.concat(louvain_tables, ignore_index=True)
 louvain_table.to_csv(out / "1_table1_louvain.csv", index=False)
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 print(louvain_table.round(2).to_string(index=False))
 gap = louvain_table["majority_homophily"] - louvain_table["minority_homophily"]
 print(f"\nmajority more homophilous than minority in {int((gap > 0).sum())} of {len(gap)} clients")
-# %% [code]
+
+# %%
 for name, table in louvain_table.groupby("dataset", sort=False):
     fig = plotting.method_bars(fm.homophily_long(table), x="client", hue="group",
                                ylabel="average node homophily", title=f"{name}, {num_clients} largest Louvain communities")
     plotting.save_figure(fig, out / f"1_table1_homophily_{name}.png")
     display(fig)
+
 # %% [markdown]
 # ## 2. Figure 2: FedAvg with an MLP vs a GCN, on minority nodes
 #
@@ -134,7 +159,8 @@ for name, table in louvain_table.groupby("dataset", sort=False):
 # The paper runs this on PubMed (overall accuracy 82.35% for the MLP vs 87.06% for
 # the GCN). PubMed's features are not available offline, so Cora and CiteSeer
 # (with their `num_clients` largest Louvain communities) stand in.
-# %% [code]
+
+# %%
 base = dict(paper="fedspray", table="fig2", partition="louvain_largest", num_clients=num_clients,
             partition_seed=louvain_seed, algorithm="fedavg", hidden=64, num_layers=2, dropout=0.0, weight_decay=0.0,
             lr=lr, rounds=rounds, local_epochs=local_epochs, selection_metric="val_loss",
@@ -142,14 +168,16 @@ base = dict(paper="fedspray", table="fig2", partition="louvain_largest", num_cli
 configs = experiment.grid(base, dataset=fig2_datasets, model=models, seed=seeds)
 # per_client=True also stores each client's accuracy and minority accuracy at the selected round.
 results = experiment.sweep(configs, out / "results.csv", progress=progress, desc="Figure 2", per_client=True)
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 overall = experiment.summarize(results[results.metric.isin(["accuracy", "minority_accuracy"])],
                                by=["dataset", "model", "metric"])
 overall["mean ± std"] = overall["mean"].map("{:.2f}".format) + " ± " + overall["std"].map("{:.2f}".format)
 print(overall.pivot(index=["dataset", "model"], columns="metric", values="mean ± std").to_string())
 print("paper (PubMed): accuracy 82.35 (MLP) vs 87.06 (GCN)")
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 per_client = fm.fig2_table(results)
 per_client.to_csv(out / "1_fig2.csv")
@@ -158,13 +186,15 @@ if {"mlp", "gcn"} <= set(per_client.columns):
     share = fm.share_of_clients_where(per_client, "mlp", "gcn")
     print("\nshare of clients where the MLP beats the GCN on minority nodes (paper: all 7 PubMed clients):")
     print(share.round(2).to_string())
-# %% [code]
+
+# %%
 bars = fm.client_metrics(results, "minority_accuracy")
 for name, frame in bars.groupby("dataset", sort=False):
     fig = plotting.method_bars(frame, x="client", hue="model", ylabel="minority test accuracy (%)",
                                title=f"{name}: FedAvg, minority nodes per client (Figure 2)")
     plotting.save_figure(fig, out / f"1_fig2_{name}.png")
     display(fig)
+
 # %% [markdown]
 # Minority test sets are small (30% of a few dozen nodes per client), so
 # per-client bars move by several points between seeds; the pooled numbers above
@@ -193,20 +223,24 @@ for name, frame in bars.groupby("dataset", sort=False):
 # representations: features only, $x+h$ (local), $x+s_{y}$ (global, using the
 # node's class as the proposition does) and $x+\sum_c q_{ic}s_c$ with $q_i$ from a
 # feature-only classifier (how FedSpray gives an unlabeled node its proxy).
-# %% [code]
+
+# %%
 simulation = fm.simulate_proposition(p_values, q=q, num_clients=sim_clients, num_nodes=sim_nodes, degree=degree,
                                      dim=dim, mean_distance=mean_distance, seed=0)
 simulation.to_csv(out / "1_proposition.csv", index=False)
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 print(simulation[["p", "dist", "dist_local", "dist_prime", "dist_global_oracle"]].round(3).to_string(index=False))
 print()
 accuracy_columns = [c for c in simulation.columns if c.startswith(("accuracy_", "minority_accuracy_"))]
 print(simulation[["p", *accuracy_columns]].round(1).to_string(index=False))
-# %% [code]
+
+# %%
 fig = fm.plot_proposition(simulation)
 plotting.save_figure(fig, out / "1_proposition.png")
 display(fig)
+
 # %% [markdown]
 # What the simulation shows:
 #

@@ -1,4 +1,17 @@
-# Source of 2_method.ipynb: edit here, then `python tools/nbbuild.py notebooks/fedspray/2_method.py`.
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # FedSpray, part 2: the algorithm step by step
 #
@@ -21,7 +34,8 @@
 # 3. the GNN's loss (Eq. 7) and the encoder's loss (Eq. 11);
 # 4. the server: FedAvg of the encoder (Eq. 14) and proxy alignment with class-ratio weights (Eq. 15);
 # 5. what crosses the network, read from the communication ledger.
-# %% [parameters]
+
+# %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
 output_dir = ""  # results folder; empty means outputs/<profile>/fedspray
 dataset = "Cora"  # a small node-classification dataset
@@ -34,7 +48,8 @@ local_epochs = 2  # E: local epochs per phase
 rounds = 5  # rounds of the run whose ledger is read
 lr = 0.003  # learning rate (Adam) of the GNN and the encoder
 seed = 0  # seed of the federation and the models
-# %% [code]
+
+# %%
 import pandas as pd
 import torch
 import torch.nn.functional as F
@@ -52,13 +67,15 @@ runtime.set_threads()
 plotting.set_style()
 pd.set_option("display.precision", 4)
 print(f"profile {profile}: outputs go to {paths.display_path(out)}")
+
 # %% [markdown]
 # ## 0. A small federation
 #
 # The `num_clients` largest Louvain communities of the graph, each client's nodes
 # split 40/30/30 into train/validation/test. `build` creates the server and
 # clients exactly as a run would, without training anything yet.
-# %% [code]
+
+# %%
 config = experiment.as_config(dict(
     paper="fedspray", table="method", dataset=dataset, partition="louvain_largest", num_clients=num_clients,
     algorithm="fedspray", model=model, hidden=64, dropout=0.0, weight_decay=0.0, lr=lr, rounds=rounds,
@@ -73,6 +90,7 @@ for client in clients:
     t = client.trainer
     print(f"{client.name}: {t.x.size(0)} nodes, {t.num_train_samples} labeled, "
           f"class ratios a = {client.class_ratios.numpy().round(2)}")
+
 # %% [markdown]
 # ## 1. Structure proxies and the feature–structure encoder
 #
@@ -85,7 +103,8 @@ for client in clients:
 #
 # A labeled node of class $j$ uses $\mathbf s_i=\mathbf s_j$; an unlabeled node,
 # whose class is unknown, uses the mix $\mathbf s_i=\mathbf q_i^\top\mathbf S$.
-# %% [code]
+
+# %%
 S_by_hand = 0.01 * torch.arange(C, dtype=torch.float32)[:, None] * torch.ones(C, d_s)
 assert torch.equal(S_by_hand, server.proxies)
 
@@ -106,6 +125,7 @@ library_logits, kd_nodes = client.soft_targets()
 assert kd_nodes is None                   # Eq. 6: distil on all nodes
 assert torch.allclose(p_logits, library_logits, atol=1e-6)
 print("soft targets p_i (first 3 nodes):\n", torch.softmax(p_logits[:3], -1).detach().numpy().round(3))
+
 # %% [markdown]
 # ## 2. Phase 1: the personalized GNN learns from the soft targets (Eq. 7)
 #
@@ -114,7 +134,8 @@ print("soft targets p_i (first 3 nodes):\n", torch.softmax(p_logits[:3], -1).det
 #
 # The soft target of a minority node carries its class proxy, a global, unbiased
 # hint of its class, and pulls the GNN's prediction away from the majority.
-# %% [code]
+
+# %%
 gnn_out = t.forward()
 p = torch.softmax(p_logits, -1)
 kl_p_yhat = (p * (torch.log(p) - torch.log_softmax(gnn_out, -1))).sum(-1).mean()
@@ -123,6 +144,7 @@ L_G_library = F.cross_entropy(gnn_out[t.train_idx], t.y_train) + fs.gnn_distilla
 assert torch.allclose(L_G_by_hand, L_G_library, atol=1e-5)
 ce_G = F.cross_entropy(gnn_out[t.train_idx], t.y_train)
 print(f"L_G = {L_G_by_hand.item():.4f} (cross-entropy {ce_G.item():.4f} + lambda1 x KL {kl_p_yhat.item():.4f})")
+
 # %% [markdown]
 # ## 3. Phase 2: the encoder and the proxies learn from the GNN (Eq. 11)
 #
@@ -131,7 +153,8 @@ print(f"L_G = {L_G_by_hand.item():.4f} (cross-entropy {ce_G.item():.4f} + lambda
 #
 # The cross-entropy trains $g_e, g_q$; the reverse distillation trains $g_e, g_p$ and
 # the labeled nodes' proxies $\mathbf s_i$, with the GNN's $\hat{\mathbf y}$ as a fixed teacher.
-# %% [code]
+
+# %%
 with torch.no_grad():
     y_hat_train = t.logits()[t.train_idx]
 e_train = enc.embed(t.x[t.train_idx])
@@ -143,6 +166,7 @@ L_F_by_hand = F.cross_entropy(q_logits_train, t.y_train) + lambda2 * kl_yhat_p
 L_F_library = fs.encoder_objective(p_logits_train, q_logits_train, t.y_train, y_hat_train, lambda2)
 assert torch.allclose(L_F_by_hand, L_F_library, atol=1e-5)
 print(f"L_F = {L_F_by_hand.item():.4f}")
+
 # %% [markdown]
 # ## 4. The server: FedAvg for the encoder, class-ratio alignment for the proxies
 #
@@ -157,7 +181,8 @@ print(f"L_F = {L_F_by_hand.item():.4f}")
 # A client where class $j$ is the majority dominates $\mathbf s_j$, however small it is:
 # its class-$j$ nodes have the least biased neighbourhoods. (A class that no client
 # has among its labeled nodes has $a_j=0$ and keeps its previous proxy.)
-# %% [code]
+
+# %%
 uploads, weights = {}, {}
 for c in clients:
     c.receive(server.payload_for(c, 1), 1)
@@ -180,16 +205,19 @@ assert torch.allclose(S_aligned_by_hand, server.proxies, atol=1e-6)
 assert all(torch.allclose(encoder_by_hand[n], server.parameters[n], atol=1e-6) for n in encoder_names)
 display(pd.DataFrame(ratios.numpy(), index=[c.name for c in clients],
                      columns=[f"a_{j}" for j in range(C)]).round(3))
+
 # %% [markdown]
 # Eq. 15 against a plain mean over clients: how far each aligned class proxy
 # moved toward the clients where that class is frequent.
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 plain_mean = local_S.mean(0)
 shift = pd.DataFrame({"class": range(C),
                       "largest a_j^(k)": ratios.max(0).values.numpy().round(3),
                       "|s_j aligned - plain mean|": (server.proxies - plain_mean).norm(dim=1).numpy().round(4)})
 print(shift.to_string(index=False))
+
 # %% [markdown]
 # ## 5. What crosses the network
 #
@@ -199,7 +227,8 @@ print(shift.to_string(index=False))
 # once, its class ratios $a^{(k)}$ (Eq. 15 needs them).
 # Node features, embeddings, per-node proxies and the personalized GNN never leave
 # a client.
-# %% [code]
+
+# %%
 _, run = experiment.run_full(config)
 ledger = run.ledger
 display(ledger.summary())
@@ -208,7 +237,8 @@ gnn_names = set(module_payload(clients[0].model))
 assert sent_by_clients == set(encoder_names) | {"proxies", "class_ratios", "num_samples"}, sent_by_clients
 assert not sent_by_clients & gnn_names
 assert ledger.names(sender="server") == set(encoder_names) | {"proxies"}
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 per_round = ledger.per_round()
 encoder_floats = sum(p.numel() for p in clients[0].encoder.parameters())

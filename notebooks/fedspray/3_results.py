@@ -1,4 +1,17 @@
-# Source of 3_results.ipynb: edit here, then `python tools/nbbuild.py notebooks/fedspray/3_results.py`.
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # FedSpray, Table 2: overall and minority accuracy
 #
@@ -23,7 +36,8 @@
 # margin on minority nodes. This notebook runs the grid with `fglcore`, sets
 # our numbers next to the paper's, checks the claims, and ends with FedSpray
 # as another paper (O-pFGL) ran it.
-# %% [parameters]
+
+# %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
 output_dir = ""  # results folder; empty means outputs/<profile>/fedspray
 datasets = ["PubMed", "WikiCS", "Physics", "Flickr", "Cora", "CiteSeer", "Chameleon"]  # paper datasets, then stand-ins; missing ones are skipped
@@ -38,7 +52,8 @@ opfgl_tables = ["opfgl1", "opfgl6", "opfgl9", "opfgl10"]  # O-pFGL tables: 1, 6 
 opfgl_rounds = 30  # rounds of the multi-round O-pFGL tables (O-pFGL: 100)
 opfgl_seeds = [0]  # O-pFGL seeds (O-pFGL: 0, 1, 2)
 progress = True  # show progress bars
-# %% [code]
+
+# %%
 import pandas as pd
 from IPython.display import display
 
@@ -53,6 +68,7 @@ pd.set_option("display.width", 200)
 pd.set_option("display.max_columns", 30)
 pd.set_option("display.max_colwidth", None)  # claim verdicts in full
 print(f"profile {profile}: results go to {paths.display_path(out)}")
+
 # %% [markdown]
 # ## 1. Data: the paper's datasets and what stands in
 #
@@ -67,7 +83,8 @@ print(f"profile {profile}: results go to {paths.display_path(out)}")
 # have 158–390 nodes, so every client keeps some minority test nodes.
 # Chameleon is heterophilous, the regime where the paper's argument (minority
 # nodes surrounded by the majority class) is strongest.
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 availability = ft.dataset_availability(datasets, stand_in_clients)
 print(availability.to_string(index=False))
@@ -75,6 +92,7 @@ ready = ft.available_datasets(datasets)
 missing = [d for d in datasets if d in ft.PAPER_DATASETS and d not in ready]
 stand_ins = [d for d in ready if d not in ft.PAPER_DATASETS]
 print(f"paper datasets missing: {', '.join(missing) or 'none'}; standing in: {', '.join(stand_ins) or 'none'}")
+
 # %% [markdown]
 # ## 2. The protocol and the two readings of FedSpray
 #
@@ -101,32 +119,39 @@ print(f"paper datasets missing: {', '.join(missing) or 'none'}; standing in: {',
 # wrong labels. The code keeps only confident nodes and lets each labeled
 # node learn its own proxy. Our results show which of the two behaves as
 # Table 2 says.
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 print(pd.Series(ft.PROTOCOL).to_string())
 print(f"this run: rounds={rounds}, seeds={seeds}, backbones={models}")
 print("official-code options:", ft.CODE_OPTIONS)
 configs = ft.table2_configs(ready, models, methods, seeds, variants, rounds=rounds, stand_in_clients=stand_in_clients)
 print(ft.count_runs(configs).to_string(index=False))
+
 # %% [markdown]
 # ## 3. Running Table 2
 #
 # Each finished run is written to `results.csv` at once; an interrupted run
 # resumes where it stopped.
-# %% [code]
+
+# %%
 results = experiment.sweep(configs, out / "results.csv", progress=progress, desc="Table 2")
+
 # %% [markdown]
 # Our Table 2, in the paper's layout (mean ± std over seeds, %):
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 ours = ft.layout(results, row_order=methods)
 print(ours.to_string())
 ours.to_csv(out / "3_table2.csv")
+
 # %% [markdown]
 # The paper's Table 2 for comparison. Where a paper dataset ran here, the
 # side-by-side table below gives paper, ours, delta and status
 # (`match` when |delta| ≤ max(1.5, 2·√(std²_paper + std²_ours))).
-# %% [code]
+
+# %%
 display(ft.paper_table("fedspray", "2", row_order=ft.TABLE2_METHODS))
 comparison = compare.compare(results, "fedspray", table="2")
 coinciding = comparison[comparison["status"] != "missing"]
@@ -134,22 +159,26 @@ if coinciding.empty:
     print("no paper dataset ran here: the paper's numbers above stand alone; ours are on the stand-ins")
 else:
     display(compare.side_by_side(ft.labelled(coinciding), rows=("dataset", "method", "model"), columns="metric"))
+
 # %% [markdown]
 # ## 4. How far is each method from FedAvg?
 #
 # Gaps in points (ours; positive = better than FedAvg with the same
 # backbone). The paper's PubMed/GCN row reads FedSpray +0.65 overall and
 # +6.35 on minority nodes.
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 print(ft.gaps(results, {"method": "fedavg"}).round(2).to_string())
-# %% [code]
+
+# %%
 fig = plotting.method_bars(
     results[results.metric == "minority_accuracy"].assign(
         method=lambda f: [ft.method_label(m, s) for m, s in zip(f["method"], f["setting"])]),
     x="method", hue="dataset", ylabel="minority accuracy (%)", title="Table 2: minority nodes")
 plotting.save_figure(fig, out / "3_table2_minority.png")
 display(fig)
+
 # %% [markdown]
 # ### Which round is reported?
 #
@@ -160,16 +189,20 @@ display(fig)
 # benefit needs many rounds (FedSpray's proxies are aligned on the server
 # once per round) may be read before the benefit arrives. Mean, min and max
 # of the selected round over seeds:
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 print(ft.selected_rounds(results).to_string())
+
 # %% [markdown]
 # GCFL is FedAvg until its first cluster split. Methods whose numbers equal
 # FedAvg's in every seed were read before any such difference arose:
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 identical = ft.same_as(results, "fedavg")
 print(identical.to_string(index=False) if not identical.empty else "none")
+
 # %% [markdown]
 # ## 5. The paper's claims
 #
@@ -178,9 +211,11 @@ print(identical.to_string(index=False) if not identical.empty else "none")
 # on the paper's datasets and on the stand-ins `paper.yaml` names (column
 # `data`); "(within noise)" marks a verdict whose margin another draw of
 # seeds could flip, and "without data" a group where a method did not run.
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 display(compare.claims_table(compare.check_claims(results, "fedspray", tables=["2"])))
+
 # %% [markdown]
 # ## 6. FedSpray as O-pFGL ran it
 #
@@ -193,26 +228,31 @@ display(compare.claims_table(compare.check_claims(results, "fedspray", tables=["
 # multi-round baselines 100. In one round FedSpray's GNN only ever distils
 # from the *untrained* global encoder, so it should fall below Standalone
 # training (`local`), as O-pFGL found (63.14 vs 67.17 on Cora, Louvain+).
-# %% [code]
+
+# %%
 opfgl = ft.opfgl_configs(opfgl_datasets, opfgl_tables, opfgl_seeds, variants, rounds=opfgl_rounds)
 print(ft.count_runs(opfgl).to_string(index=False))
 opfgl_results = experiment.sweep(opfgl, out / "results.csv", progress=progress, desc="O-pFGL rows")
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 opfgl_comparison = pd.concat([compare.compare(opfgl_results, "fedspray", table=t) for t in opfgl_tables])
 print(compare.side_by_side(ft.labelled(opfgl_comparison[opfgl_comparison["status"] != "missing"]),
                            rows=("table", "dataset", "method"), columns="metric").to_string())
 display(compare.claims_table(compare.check_claims(opfgl_results, "fedspray", tables=opfgl_tables)))
+
 # %% [markdown]
 # ## 7. Report
 #
 # `comparison.csv` and `claims.csv` gather every table of the paper from all
 # rows of this folder's `results.csv` (the other FedSpray notebooks add theirs).
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 all_rows = ResultStore(out / "results.csv").read()
 report, report_claims = compare.write_report(out, all_rows, "fedspray")
 print(report.groupby(["table", "status"]).size().unstack(fill_value=0).to_string())
+
 # %% [markdown]
 # What the runs in `results.csv` cost, from the run index beside it: runs
 # computed and copied from another table, compute hours summed over runs
@@ -220,5 +260,6 @@ print(report.groupby(["table", "status"]).size().unstack(fill_value=0).to_string
 # the wall hours during which at least one run was computing (parallel
 # workers' runs count once, the idle time between sessions not at all), and
 # when the first and last were stored.
-# %% [code]
+
+# %%
 print(ResultStore(out / "results.csv").cost().to_string())

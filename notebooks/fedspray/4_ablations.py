@@ -1,4 +1,17 @@
-# Source of 4_ablations.ipynb: edit here, then `python tools/nbbuild.py notebooks/fedspray/4_ablations.py`.
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # FedSpray's ablations: structure proxies, λ1, proxy size and local epochs
 #
@@ -16,7 +29,8 @@
 #
 # Protocol, datasets and the two readings of FedSpray (the paper's, `setting`
 # "", and the official code's, `setting` "code") are those of `3_results`.
-# %% [parameters]
+
+# %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
 output_dir = ""  # results folder; empty means outputs/<profile>/fedspray
 datasets = ["PubMed", "WikiCS", "Physics", "Flickr", "Cora", "CiteSeer", "Chameleon"]  # paper datasets, then stand-ins; missing ones are skipped
@@ -33,7 +47,8 @@ proxy_dims = [16, 32, 64, 128]  # Fig. 5's grid of d_s
 epochs_datasets = ["WikiCS", "Cora"]  # Table 5's datasets (paper: WikiCS)
 local_epochs = [3, 5, 10]  # Table 5's local epochs E
 progress = True  # show progress bars
-# %% [code]
+
+# %%
 import pandas as pd
 from IPython.display import display
 
@@ -63,6 +78,8 @@ def show_comparison(results, table, index=("dataset", "method")):
         print(f"table {table}: no paper dataset ran here; the paper's numbers stand alone, ours are on stand-ins")
     else:
         display(compare.side_by_side(ft.labelled(ran), rows=index, columns="metric"))
+
+
 # %% [markdown]
 # ## Data
 #
@@ -72,7 +89,8 @@ def show_comparison(results, table, index=("dataset", "method")):
 # runs on the datasets of its `*_datasets` parameter; the full profile gives
 # each as many stand-ins as the paper used datasets, chosen by kind
 # (Chameleon, Wikipedia pages, for the paper's WikiCS).
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 availability = ft.dataset_availability(datasets, stand_in_clients)
 print(availability.to_string(index=False))
@@ -82,6 +100,8 @@ print("paper datasets missing:", ", ".join(d for d in ft.PAPER_DATASETS if d in 
 
 def usable(names):
     return [d for d in names if d in ready]
+
+
 # %% [markdown]
 # ## 1. Table 3: FedSpray without structure proxies ($\mathbf S = \mathbf 0$)
 #
@@ -92,16 +112,20 @@ def usable(names):
 # features remain. The paper finds this hurts, on PubMed even below Local
 # training (77.11 vs 87.49 overall): unreliable soft targets misguide the
 # GNN.
-# %% [code]
+
+# %%
 t3 = ft.table3_configs(usable(table3_datasets), seeds, variants, rounds=rounds, stand_in_clients=stand_in_clients)
 t3_results = experiment.sweep(t3, out / "results.csv", progress=progress, desc="Table 3")
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 print(ft.layout(t3_results, index=("dataset", "method"), columns=("metric",)).to_string())
-# %% [code]
+
+# %%
 display(ft.paper_table("fedspray", "3", columns=("metric",), settings=("", "S=0")))
 show_comparison(t3_results, "3")
 show_claims(t3_results, "3")
+
 # %% [markdown]
 # ## 2. Fig. 4: sensitivity to $\lambda_1$
 #
@@ -110,18 +134,22 @@ show_claims(t3_results, "3")
 # printed) finds overall accuracy stable for $\lambda_1 \le 5$, minority
 # accuracy dropping when $\lambda_1$ is too small, and overall accuracy
 # dropping when it is too large; it recommends 10 on PubMed and 5 on WikiCS.
-# %% [code]
+
+# %%
 l1 = ft.lambda1_configs(usable(lambda1_datasets), lambda1_models, lambda1_values, seeds, variants, rounds=rounds,
                         stand_in_clients=stand_in_clients)
 l1_results = experiment.sweep(l1, out / "results.csv", progress=progress, desc="Fig. 4")
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 print(ft.layout(l1_results, index=("dataset", "model", "setting"), columns=("metric",)).to_string())
 show_claims(l1_results, "fig4")
-# %% [code]
+
+# %%
 fig = ft.sensitivity_figure(l1_results, "lambda1", log_x=True, title="Fig. 4: FedSpray vs $\\lambda_1$")
 plotting.save_figure(fig, out / "4_lambda1.png")
 display(fig)
+
 # %% [markdown]
 # ## 3. Fig. 5: size of the proxies $d_s$
 #
@@ -129,44 +157,54 @@ display(fig)
 # the upload per round shrinks with it (the encoder's first layer is
 # $d_x \times d_s$). The paper (GCN, no numbers printed): $d_s = 32$ is about
 # as good as 64, and larger brings nothing.
-# %% [code]
+
+# %%
 ds = ft.proxy_dim_configs(usable(proxy_datasets), proxy_dims, seeds, variants, rounds=rounds,
                           stand_in_clients=stand_in_clients)
 ds_results = experiment.sweep(ds, out / "results.csv", progress=progress, desc="Fig. 5")
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 print(ft.layout(ds_results, index=("dataset", "setting"), columns=("metric",)).to_string())
-# %% [code]
+
+# %%
 fig = ft.sensitivity_figure(ds_results, "d_s", log_x=True, title="Fig. 5: FedSpray vs proxy size $d_s$")
 plotting.save_figure(fig, out / "4_proxy_dim.png")
 display(fig)
+
 # %% [markdown]
 # ## 4. Table 5: local epochs
 #
 # FedAvg and FedSpray with $E \in \{3, 5, 10\}$ (WikiCS, GCN in the paper):
 # FedSpray stays ahead on minority nodes by about 12 points at every $E$.
-# %% [code]
+
+# %%
 t5 = ft.table5_configs(usable(epochs_datasets), local_epochs, seeds, variants, rounds=rounds,
                        stand_in_clients=stand_in_clients)
 t5_results = experiment.sweep(t5, out / "results.csv", progress=progress, desc="Table 5")
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 print(ft.layout(t5_results, index=("dataset", "setting", "metric"), columns=("method",)).to_string())
-# %% [code]
+
+# %%
 display(ft.paper_table("fedspray", "5", index=("dataset", "setting", "metric"), columns=("method",),
                        settings=[f"E={e}" for e in ft.LOCAL_EPOCHS]))
 show_comparison(t5_results, "5", index=("dataset", "method", "setting"))
 show_claims(t5_results, "5")
+
 # %% [markdown]
 # ## Report
 #
 # `comparison.csv` and `claims.csv` from every row of this folder's
 # `results.csv` (Table 2 and the O-pFGL rows come from `3_results`).
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 all_rows = ResultStore(out / "results.csv").read()
 report, report_claims = compare.write_report(out, all_rows, "fedspray")
 print(report.groupby(["table", "status"]).size().unstack(fill_value=0).to_string())
+
 # %% [markdown]
 # What the runs in `results.csv` cost, from the run index beside it: runs
 # computed and copied from another table, compute hours summed over runs
@@ -174,5 +212,6 @@ print(report.groupby(["table", "status"]).size().unstack(fill_value=0).to_string
 # the wall hours during which at least one run was computing (parallel
 # workers' runs count once, the idle time between sessions not at all), and
 # when the first and last were stored.
-# %% [code]
+
+# %%
 print(ResultStore(out / "results.csv").cost().to_string())

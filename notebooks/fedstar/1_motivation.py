@@ -1,4 +1,17 @@
-# Source of 1_motivation.ipynb: edit here, then `python tools/nbbuild.py notebooks/fedstar/1_motivation.py`.
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # FedStar, part 1: why share *structure* across domains?
 #
@@ -20,7 +33,8 @@
 # This notebook recomputes (b) on the real datasets, shows how much its conclusion depends on a choice the
 # paper leaves open, redraws (a) from our own Table 1 runs, and lists the per-dataset statistics of the
 # paper's Appendix Tables 5–8 next to ours. All numbers come from `fglcore.papers.fedstar.motivation`.
-# %% [parameters]
+
+# %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
 output_dir = ""  # results folder; empty means outputs/<profile>/fedstar
 jsd_datasets = ["MUTAG", "NCI1", "PROTEINS", "ENZYMES", "IMDB-BINARY", "Letter-high"]  # six real datasets of Figure 1(b)
@@ -38,7 +52,8 @@ figure1a_members = []  # keep only these datasets in every setting; [] keeps who
 figure1a_rounds = 200  # communication rounds (Local: epochs)
 seeds = [1, 2, 3, 4, 5]  # seeds of the Figure 1(a) runs
 progress = True  # show progress bars
-# %% [code]
+
+# %%
 import pandas as pd
 from IPython.display import display
 
@@ -51,6 +66,7 @@ runtime.set_threads()
 plotting.set_style()
 pd.set_option("display.precision", 3)
 print(f"profile {profile}: results go to {paths.display_path(out)}")
+
 # %% [markdown]
 # ## 1. Degree distributions of real graphs
 #
@@ -60,12 +76,14 @@ print(f"profile {profile}: results go to {paths.display_path(out)}")
 #
 # Six datasets from four domains (two molecule, two bioinformatics, one social, one vision dataset; the
 # paper does not say which six it used, so this choice is ours):
-# %% [code]
+
+# %%
 real = {name: fm.dataset_degree_distribution(name, degree_bins) for name in jsd_datasets}
 print({name: fm.DOMAINS.get(name, "?") for name in real})
 fig = fm.degree_distribution_plot(real, max_degree=20, title="Degree distributions of real datasets")
 plotting.save_figure(fig, out / "1_degree_distributions.png")
 display(fig)
+
 # %% [markdown]
 # Molecules have degrees 1–4 (valence), the vision graphs (letters drawn as strokes) too; protein graphs
 # are denser; the IMDB ego-networks are dense cliques with many nodes above degree 20.
@@ -79,11 +97,13 @@ display(fig)
 # \qquad M = \tfrac12 (P + Q), \qquad \mathrm{KL}(P \,\|\, M) = \sum_i P_i \log_2 \frac{P_i}{M_i}.$$
 #
 # It is symmetric, 0 for equal distributions and 1 for distributions with disjoint supports.
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 print(f"JSD(P, P)          = {fm.jensen_shannon_divergence([0.2, 0.8], [0.2, 0.8]):.3f}")
 print(f"JSD(disjoint)      = {fm.jensen_shannon_divergence([1, 0], [0, 1]):.3f}")
 print(f"JSD([.5,.5],[1,0]) = {fm.jensen_shannon_divergence([0.5, 0.5], [1, 0]):.3f}")
+
 # %% [markdown]
 # ## 3. Random graphs: Erdős–Rényi $G(n, p)$
 #
@@ -91,19 +111,22 @@ print(f"JSD([.5,.5],[1,0]) = {fm.jensen_shannon_divergence([0.5, 0.5], [1, 0]):.
 # degree of a node is $\mathrm{Binomial}(n-1, p)$, with mean $(n-1)p$. The paper does not give $n$, $p$
 # or the number of graphs. We fix $n$ = `er_nodes` and draw `er_graphs` graphs with PyG's
 # `erdos_renyi_graph` per density. The sampled histogram agrees with the binomial law:
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 for p in er_heatmap_densities:
     sampled = fm.erdos_renyi_degree_distribution(er_nodes, p, er_graphs, er_seed, degree_bins)
     exact = fm.binomial_degree_distribution(er_nodes, p, degree_bins)
     print(f"{fm.er_label(er_nodes, p)}: mean degree {(er_nodes - 1) * p:.1f}, "
           f"JSD(sampled, Binomial) = {fm.jensen_shannon_divergence(sampled, exact):.4f}")
+
 # %% [markdown]
 # ## 4. Figure 1(b): the heatmap
 #
 # Real datasets against each other and against a **sparse** and a **dense** ER reference
 # (`er_heatmap_densities`).
-# %% [code]
+
+# %%
 references = {fm.er_label(er_nodes, p): fm.erdos_renyi_degree_distribution(er_nodes, p, er_graphs, er_seed,
                                                                            degree_bins)
               for p in er_heatmap_densities}
@@ -112,10 +135,12 @@ matrix.to_csv(out / "1_figure1b_jsd.csv")
 fig = fm.jsd_heatmap(matrix, title=f"Figure 1(b): JSD of degree distributions (ER with n={er_nodes})")
 plotting.save_figure(fig, out / "1_figure1b_jsd.png")
 display(fig)
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 summary = fm.real_vs_random_summary(matrix, list(real), list(references))
 print(summary.to_string(float_format="{:.3f}".format))
+
 # %% [markdown]
 # Read the columns `claim_*` as three readings of the paper's sentence *"compared with random graphs,
 # real-world graphs share more inherent structural properties even if they are from different domains"*:
@@ -129,21 +154,25 @@ print(summary.to_string(float_format="{:.3f}".format))
 # degree $\approx 3$, like molecules, and is then *closer* to several real datasets than real datasets of
 # other domains are. We sweep $p$ and count, per density, the datasets for which each reading holds
 # (solid lines: JSD to ER; dashed: JSD to the nearest other real dataset).
-# %% [code]
+
+# %%
 sweep = fm.er_density_sweep(real, er_nodes, er_sweep_densities, er_graphs, er_seed, degree_bins)
 sweep.to_csv(out / "1_er_density_sweep.csv", index=False)
 fig = fm.density_sweep_plot(sweep, title=f"JSD to G(n={er_nodes}, p) against its mean degree")
 plotting.save_figure(fig, out / "1_er_density_sweep.png")
 display(fig)
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 claims = fm.claim_by_density(sweep)
 print(claims.to_string(index=False, float_format="{:.3f}".format))
+
 # %% [markdown]
 # A reference without free parameters: replace every real graph by an ER graph with its own number of
 # nodes and (in expectation) edges, $p = 2m / (n(n-1))$. Is a dataset closer to its own density-matched
 # random twin than to the other real datasets?
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 from fglcore.data.datasets import load_graph_dataset
 
@@ -156,6 +185,7 @@ if matched_er:
         "nearest_other_domain_jsd": summary["nearest_other_domain_jsd"],
     })
     print(twin.to_string(float_format="{:.3f}".format))
+
 # %% [markdown]
 # **Take-away.** With dense random graphs the paper's picture appears: every real dataset is at JSD
 # $\approx 1$ from ER. With sparse random graphs, or with density-matched twins, random graphs are closer to
@@ -172,11 +202,13 @@ if matched_er:
 # training graphs and the mean number of nodes of a training graph; the other columns are the TU
 # collection's reference values (graphs, classes, mean nodes and edges over all graphs) and the node
 # feature width of the official loaders. COLLAB is not available offline and is left out.
-# %% [code]
+
+# %%
 stats = fm.dataset_statistics(statistics_datasets)
 stats.to_csv(out / "1_dataset_statistics.csv")
 display(stats)
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 comparison = fm.statistics_comparison(stats)
 comparison.to_csv(out / "1_dataset_statistics_comparison.csv", index=False)
@@ -186,6 +218,7 @@ print(f"\n{comparison['match'].sum()} of {len(comparison)} statistics match; mis
 print(mismatches.to_string(index=False, float_format="{:.2f}".format) if len(mismatches) else "none")
 chem = comparison[comparison["dataset"].map(fm.DOMAINS) == "CHEM"]
 assert chem["match"].all(), chem[~chem["match"]]  # CHEM reproduces Table 5 exactly
+
 # %% [markdown]
 # CHEM (Table 5) matches exactly. For the BIO, SN and CV datasets the training-graph counts match but the
 # mean node counts do not: no split seed reproduces them (the FedStar digest scanned seeds 0–299), so
@@ -199,13 +232,15 @@ assert chem["match"].all(), chem[~chem["match"]]  # CHEM reproduces Table 5 exac
 # paper does not name; we take BIO-CHEM, BIO-CHEM-SN and BIO-SN-CV (the settings of its ablations). These
 # are Table 1's runs (`fedstar.tables.table1_config`): under the full profile they are shared with the
 # results notebook. The bars are the mean over clients of the test accuracy after the last round.
-# %% [code]
+
+# %%
 configs = fm.figure1a_configs(figure1a_settings, figure1a_methods, seeds, members=figure1a_members or None,
                               rounds=figure1a_rounds, progress=False)
 # The same rows as Table 1 stores for these runs (per client and per round), so the two notebooks share them.
 results = experiment.sweep(configs, out / "results.csv", progress=progress, desc="Figure 1(a)",
                            per_client=True, curve=True)
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 table = fm.figure1a_table(results)
 table["setting"] = table["dataset"].map(SETTING_LABELS)
@@ -213,13 +248,15 @@ table["method"] = table["method"].map(METHOD_LABELS)
 table.to_csv(out / "1_figure1a.csv", index=False)
 print(table[["setting", "method", "mean", "std", "n_seeds", "gap_to_local"]].to_string(
     index=False, float_format="{:.2f}".format))
-# %% [code]
+
+# %%
 bars = results[results["metric"] == "accuracy"].assign(
     setting=lambda f: f["dataset"].map(SETTING_LABELS), method=lambda f: f["method"].map(METHOD_LABELS))
 fig = plotting.method_bars(bars, x="setting", hue="method", ylabel="mean test accuracy over clients (%)",
                            title="Figure 1(a): Local vs FedAvg vs GCFL")
 plotting.save_figure(fig, out / "1_figure1a.png")
 display(fig)
+
 # %% [markdown]
 # In the paper (Table 1) FedAvg is below Local in every setting (−0.44, −0.45, −2.05 points in the three
 # cross-domain settings) and GCFL below Local in BIO-SN-CV (−0.60): federating a feature GNN across

@@ -1,4 +1,17 @@
-# Source of 2_method.ipynb: edit here, then `python tools/nbbuild.py notebooks/fedstar/2_method.py`.
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # FedStar, part 2: the method step by step
 #
@@ -16,7 +29,8 @@
 #
 # We build each piece by hand on real data and check it against `fglcore` (`fglcore.data.structure`,
 # `fglcore.models.fedstar`, `fglcore.algorithms.fedstar`) with an `assert`.
-# %% [parameters]
+
+# %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
 output_dir = ""  # results folder; empty means outputs/<profile>/fedstar
 molecule_dataset = "MUTAG"  # dataset whose smallest graph is drawn with its structure embeddings
@@ -29,7 +43,8 @@ graphs_per_client = 60  # graphs each client holds in the traced round
 batch_size = 128  # mini-batch size (paper: 128)
 lr = 0.001  # Adam learning rate (paper: 1e-3)
 seed = 1  # seed of the models and of the data subsets
-# %% [code]
+
+# %%
 import pandas as pd
 import torch
 import torch.nn.functional as F
@@ -51,6 +66,7 @@ runtime.set_threads()
 plotting.set_style()
 pd.set_option("display.precision", 3)
 print(f"profile {profile}: figures go to {paths.display_path(out)}")
+
 # %% [markdown]
 # ## 1. Structure embeddings on a real molecule
 #
@@ -66,17 +82,20 @@ print(f"profile {profile}: figures go to {paths.display_path(out)}")
 #
 # Then $s_v = [s_v^{\mathrm{DSE}} \,\|\, s_v^{\mathrm{RWSE}}]$ (Eq. 7), 32 numbers with $k_1 = k_2 = 16$.
 # Both are computed on every graph once, before training. Here is the smallest molecule of MUTAG:
-# %% [code]
+
+# %%
 dataset = load_graph_dataset(molecule_dataset)
 index, molecule = fmethod.smallest_graph(dataset)
 atoms = [fmethod.MUTAG_ATOMS[int(i)] for i in molecule.x.argmax(1)] if molecule_dataset == "MUTAG" else None
 print(f"{molecule_dataset} graph {index}: {molecule.num_nodes} nodes, {molecule.num_edges // 2} bonds, "
       f"label {int(molecule.y)}" + (f", atoms {''.join(atoms)}" if atoms else ""))
+
 # %% [markdown]
 # Both embeddings written out with dense matrices, straight from the equations. Degree 0 (an isolated
 # node) is undefined in Eq. 5; like the official code we put it in the first slot, and $1/0 := 0$ in
 # $D^{-1}$.
-# %% [code]
+
+# %%
 n = molecule.num_nodes
 A = torch.zeros(n, n, dtype=torch.float64)
 A[molecule.edge_index[0], molecule.edge_index[1]] = 1.0
@@ -94,13 +113,16 @@ frame = fmethod.embedding_frame(molecule, rw_steps, degree_slots)               
 library = torch.tensor(frame.drop(columns="degree").to_numpy(), dtype=torch.float64)
 assert torch.allclose(s_by_hand, library, atol=1e-6)
 print("DSE and RWSE by hand == fglcore.data.structure.StructureEncoding")
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 print(frame.iloc[:, : 1 + 5].join(frame.filter(like="RWSE").iloc[:, :6]).to_string(float_format="{:.3f}".format))
-# %% [code]
+
+# %%
 fig = fmethod.draw_graph_with_embeddings(molecule, frame, atoms, title=f"{molecule_dataset} graph {index}")
 plotting.save_figure(fig, out / "2_structure_embeddings.png")
 display(fig)
+
 # %% [markdown]
 # Read the RWSE rows: $T_{vv} = 0$ (no self-loops), and a walk can only return after an even number of
 # steps where the graph has no odd cycle. In this molecule the ring carbons return after 2, 4, … steps
@@ -123,7 +145,8 @@ display(fig)
 # The structure channel never reads a feature; the feature channel reads the structure channel at every
 # layer. Each client builds the model with its own feature width and number of classes. We count the
 # parameters of every Table 9 component from its layer shapes by hand and compare with the model:
-# %% [code]
+
+# %%
 datasets = {name: load_graph_dataset(name) for name in clients}
 rows = []
 for name, ds in datasets.items():
@@ -140,23 +163,27 @@ for name, ds in datasets.items():
                                                                         num_layers)})
 parameter_table = pd.DataFrame(rows).set_index("client")
 parameter_table.to_csv(out / "2_parameter_counts.csv")
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 print(counted.to_string())
 print()
 print(parameter_table.to_string())
+
 # %% [markdown]
 # With the paper's sizes the structure channel has $32 \cdot 64 + 64 + 3\,(64 \cdot 64 + 64) = 14{,}592$
 # parameters on every client, whatever its data; that is all a client ever uploads. The whole model has
 # 64,898 parameters on MUTAG, about twice the baselines' GIN (29,762): a point raised in the official
 # repository's issue #1, and one reason the ablation that trains the decoupled model *without* sharing
 # (Table 2, "None ✓") matters.
-# %% [code]
+
+# %%
 if (hidden, num_layers, degree_slots + rw_steps) == (64, 3, 32) and "MUTAG" in parameter_table.index:
     assert parameter_table.loc["MUTAG", "shared (structure channel)"] == 14_592
     assert parameter_table.loc["MUTAG", "FedStar total"] == 64_898
     assert parameter_table.loc["MUTAG", "baseline GIN total"] == 29_762
     print("Table 9 sizes reproduced: shared 14,592; MUTAG total 64,898; baseline GIN 29,762")
+
 # %% [markdown]
 # ## 3. One forward pass by hand
 #
@@ -167,7 +194,8 @@ if (hidden, num_layers, degree_slots + rw_steps) == (64, 3, 32) and "MUTAG" in p
 # Table 9 pools first and then applies the fusion layer $W_p$; the official code applies $W_p$ to every
 # node and pools afterwards, which adds the bias $|V|$ times instead of once. `fglcore` offers both
 # (`fusion_before_pooling`); the results notebooks follow the code. We check both orders.
-# %% [code]
+
+# %%
 graphs = encode_graphs([dataset[i] for i in range(8)], StructureEncoding("rw_dg", rw_steps, degree_slots))
 batch = Batch.from_data_list(graphs)
 
@@ -207,6 +235,7 @@ for before in (False, True):
     assert torch.allclose(ours, library, atol=1e-4), (ours - library).abs().max()
     print(f"fusion {'before' if before else 'after'} pooling: forward by hand == FeatureStructureGNN "
           f"(max |diff| {(ours - library).abs().max():.1e}) on {batch.num_graphs} graphs, {batch.num_nodes} nodes")
+
 # %% [markdown]
 # ## 4. One federated round, traced through the ledger
 #
@@ -221,7 +250,8 @@ for before in (False, True):
 # different domains, with different feature widths and class counts), run the round step by step
 # through the `Channel` (which records every tensor in its ledger), and check it against the library's
 # own round loop.
-# %% [code]
+
+# %%
 federation = fmethod.subset_federation(clients, graphs_per_client, seed=seed)
 config = ExperimentConfig.from_dict(dict(
     paper="fedstar", dataset=clients[0], partition="by_dataset", num_clients=len(clients),
@@ -264,17 +294,20 @@ for name in by_hand:
     assert torch.allclose(by_hand[name], server.parameters[name], atol=1e-6), name
 assert by_hand.keys() == weighted_mean(list(updates.values()), list(weights.values())).keys()
 print(f"Eq. 9 by hand == server aggregation over {len(by_hand)} tensors, weights {weights}")
+
 # %% [markdown]
 # The library runs the same round with `algorithm.run()` (`fglcore.fl.engine.run_rounds`), which also
 # sends the averaged encoder back after the round (the model each client evaluates and keeps). Both give
 # the same structure encoder:
-# %% [code]
+
+# %%
 reference = ALGORITHMS.get("fedstar")(config, federation, "cpu")
 result = reference.run(Channel())
 for name, value in server.parameters.items():
     assert torch.allclose(value, reference.server.parameters[name], atol=1e-6), name
 print("round by hand == fglcore's round loop: identical structure encoder after round 1")
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 traffic = fmethod.ledger_by_part(result.ledger)
 traffic.to_csv(out / "2_round_traffic.csv", index=False)
@@ -288,6 +321,7 @@ per_message = traffic[(traffic["direction"] == "upload") & (traffic["part"] == "
 assert (per_message["elements"] == shared_elements * len(clients)).all()
 print(f"each client uploads {shared_elements:,} structure-channel numbers "
       f"({4 * shared_elements / 1024:.1f} KiB in float32) and its training-graph count per round")
+
 # %% [markdown]
 # Only structure-channel tensors crossed the network: the server never sees a feature-channel weight, a
 # classifier weight, a node feature or a label, and every client uploads the same 14,592 numbers whatever

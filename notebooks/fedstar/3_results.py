@@ -1,4 +1,17 @@
-# Source of 3_results.ipynb: edit here, then `python tools/nbbuild.py notebooks/fedstar/3_results.py`.
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # FedStar, results: Table 1 and Figure 3
 #
@@ -29,7 +42,8 @@
 # `params/fedstar/paper.yaml` declares them as stand-ins (column `data`). A
 # setting run on fewer of its members (the smoke and quick profiles) is a
 # `subset`: shown next to the paper, but neither matched nor judged.
-# %% [parameters]
+
+# %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
 output_dir = ""  # results folder; empty means outputs/<profile>/fedstar
 settings = ["chem"]  # FedStar settings (dataset groups): chem, biochem, biochemsn, biosncv
@@ -38,7 +52,8 @@ methods = ["local", "fedavg", "fedprox", "fedper", "fedsage", "gcfl", "fedstar",
 seeds = [1, 2]  # run seeds (the paper: 1..5); the data split is fixed (seed 123)
 rounds = 30  # communication rounds (the paper: 200; Local trains as many epochs)
 progress = True  # show progress bars
-# %% [code]
+
+# %%
 import pandas as pd
 from IPython.display import display
 
@@ -60,6 +75,7 @@ for setting in settings:
     left_out = [m for m in group_members(setting) if m not in used]
     print(f"{T.SETTING_LABELS[setting]}: {len(used)} clients ({', '.join(used)})"
           + (f"; left out: {', '.join(left_out)}" if left_out else ""))
+
 # %% [markdown]
 # ## 1. The protocol
 #
@@ -86,12 +102,14 @@ for setting in settings:
 #   updates disagree, with GCFL's $(\varepsilon_1, \varepsilon_2)$ per setting;
 # * **FedStar**: only the structure encoder (its input layer and 3 GCN
 #   layers) is averaged, $\bar w_g = \sum_m \frac{|\mathcal D_m|}{N} w_{g,m}$ (Eq. 9).
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 example = T.table1_config(settings[0], "fedstar", seeds[0], members=chosen, rounds=rounds)
 print({k: example[k] for k in ("dataset", "num_clients", "partition", "split", "rounds", "local_epochs",
                                "batch_size", "lr", "weight_decay", "hidden", "num_layers", "selection",
                                "metric_aggregation", "algorithm_options")})
+
 # %% [markdown]
 # ## 2. Running Table 1
 #
@@ -100,10 +118,12 @@ print({k: example[k] for k in ("dataset", "num_clients", "partition", "split", "
 # client-averaged accuracy, each run stores **every client's** accuracy
 # (`accuracy[client=K]`) and the client-averaged accuracy **every 5 rounds**
 # (`accuracy[round=R]`, for Figure 3).
-# %% [code]
+
+# %%
 configs = T.table1_configs(settings, methods, seeds, members=chosen, rounds=rounds)
 results = experiment.sweep(configs, out / "results.csv", progress=progress, desc="Table 1",
                            per_client=True, curve=True)
+
 # %% [markdown]
 # ## 3. How the paper forms a cell
 #
@@ -121,7 +141,8 @@ results = experiment.sweep(configs, out / "results.csv", progress=progress, desc
 # cell, here and in `comparison.csv`. Below, written out on our per-client
 # rows, then checked against `compare.ours_cells`; its `std_of_mean` is the
 # spread of the average over seeds (the seed noise of a cell's mean).
-# %% [code]
+
+# %%
 from fglcore.results import client_values
 
 per_client = client_values(results)
@@ -133,17 +154,20 @@ cell = cells[(cells.dataset == settings[0]) & (cells.method == "fedstar")].iloc[
 assert abs(by_client["mean over seeds"].mean() - cell["mean"]) < 1e-9
 assert pd.isna(cell["std"]) or abs(by_client["std over seeds"].mean() - cell["std"]) < 1e-9
 display(by_client.round(2))
+
 # %% [markdown]
 # ## 4. Table 1: ours
 #
 # Mean ± std formed as the paper does, and the gain over Local.
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 table1 = cells[cells.table == "1"]
 ours = T.ours_table(table1, gain_over="local" if "local" in methods else None, row_order=methods,
                     row_labels=T.METHOD_LABELS, column_labels=T.SETTING_LABELS)
 print(ours.to_string())
 ours.to_csv(out / "3_table1_ours.csv")
+
 # %% [markdown]
 # ## 5. Table 1: the paper next to ours
 #
@@ -152,28 +176,33 @@ ours.to_csv(out / "3_table1_ours.csv")
 # (`fglcore.compare`). Under the smoke and quick profiles the runs are far
 # shorter and the settings smaller than the paper's: a setting on some of
 # its members has status `subset`, and says nothing about the paper.
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 comparison1 = compare.compare(results, paper, table="1")
 comparison1 = comparison1[comparison1.dataset.isin(settings) & comparison1.method.isin(methods)]
 side = compare.side_by_side(comparison1, rows="method", columns="dataset", row_labels=T.METHOD_LABELS,
                             column_labels=T.SETTING_LABELS)
 print(side.to_string())
-# %% [code]
+
+# %%
 fig = plotting.comparison_bars(comparison1.assign(method=comparison1.method.map(T.METHOD_LABELS)),
                                title="Table 1: ours vs paper")
 plotting.save_figure(fig, out / "3_table1.png")
 display(fig)
+
 # %% [markdown]
 # Which FedAvg did the paper run? The text says clients send "all the
 # learnable parameters"; the input layer can never be averaged (feature
 # widths differ), the classifier only where the class counts agree, and the
 # GCFL code the paper builds on averages only the GIN convolutions, which is
 # what our FedPer does. Our FedAvg and FedPer next to the paper's FedAvg:
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 readings = T.fedavg_readings(comparison1)
 print(readings.to_string() if not readings.empty else "FedAvg or FedPer not run under this profile")
+
 # %% [markdown]
 # ## 6. Where we differ from the paper, and why
 #
@@ -196,18 +225,22 @@ print(readings.to_string() if not readings.empty else "FedAvg or FedPer not run 
 # method whose every cell sits on one side of the paper, most of them beyond
 # noise, differs from the paper's run in something it does in every setting.
 # With one seed (smoke) there is no noise estimate.
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 print(fedstar_gaps.report(comparison1))
+
 # %% [markdown]
 # The same deltas drawn: a filled dot lies beyond the seed noise (its bar),
 # a hollow one within it; the known differences are in brackets.
-# %% [code]
+
+# %%
 gaps1 = fedstar_gaps.gap_table(comparison1)
 gaps1 = gaps1.assign(method=gaps1.method.map(T.METHOD_LABELS), dataset=gaps1.dataset.map(T.SETTING_LABELS))
 fig = plotting.delta_dots(gaps1, rows="method", title="Table 1: ours − paper")
 plotting.save_figure(fig, out / "3_table1_gaps.png")
 display(fig)
+
 # %% [markdown]
 # ## 7. The paper's claims
 #
@@ -218,10 +251,12 @@ display(fig)
 # exceeds twice the standard error of the difference of the two cell means
 # over seeds; "(within noise)" marks a verdict another draw of seeds could
 # flip. Settings run on a subset of their members are not judged.
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 claims1 = compare.check_claims(results, paper, tables=["1"])
 display(compare.claims_table(claims1))
+
 # %% [markdown]
 # ## 8. Figure 3: convergence
 #
@@ -229,7 +264,8 @@ display(compare.claims_table(claims1))
 # is the mean over seeds and the band its std (reading A13). The paper:
 # FedStar "dominates the other methods on the average test accuracy and
 # achieves a faster convergence" in all four settings.
-# %% [code]
+
+# %%
 curve = T.curves(results, methods=[m for m in T.FIGURE3_METHODS if m in methods])
 curve["method"] = curve["method"].map(T.METHOD_LABELS)
 for setting in settings:
@@ -237,12 +273,14 @@ for setting in settings:
                                       title=f"Figure 3: {T.SETTING_LABELS[setting]}")
     plotting.save_figure(fig, out / f"3_figure3_{setting}.png")
     display(fig)
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 final = curve.groupby(["dataset", "method", "round"])["value"].mean().reset_index()
 early = final[final["round"] == final["round"].min()].pivot(index="method", columns="dataset", values="value")
 print(f"client-averaged test accuracy at round {final['round'].min()} (mean over seeds):")
 print(early.round(2).to_string())
+
 # %% [markdown]
 # ## 9. Report
 #
@@ -250,10 +288,12 @@ print(early.round(2).to_string())
 # `results.csv` (all FedStar notebooks), with the cells formed as above.
 # `python -m fglcore.compare fedstar --profile <profile>` rewrites them from
 # the stored runs alone.
-# %% [code]
+
+# %%
 all_rows = ResultStore(out / "results.csv").read()
 comparison, claims = compare.write_report(out, all_rows, "fedstar")
 display(compare.claims_table(claims))
+
 # %% [markdown]
 # What the runs in `results.csv` cost, from the run index beside it: runs
 # computed and copied from another table, compute hours summed over runs
@@ -261,5 +301,6 @@ display(compare.claims_table(claims))
 # the wall hours during which at least one run was computing (parallel
 # workers' runs count once, the idle time between sessions not at all), and
 # when the first and last were stored.
-# %% [code]
+
+# %%
 print(ResultStore(out / "results.csv").cost().to_string())

@@ -1,4 +1,17 @@
-# Source of 4_ablations.ipynb: edit here, then `python tools/nbbuild.py notebooks/fedstar/4_ablations.py`.
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # FedStar, ablations: Tables 2, 3, 4, 10 and Figure 4
 #
@@ -20,7 +33,8 @@
 # quick) is a `subset`: shown, neither matched nor judged. Every cell is
 # formed as the paper forms it and every claim is the paper's, both from
 # `paper.yaml` through `fglcore.compare`.
-# %% [parameters]
+
+# %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
 output_dir = ""  # results folder; empty means outputs/<profile>/fedstar
 ablation_settings = ["biochem"]  # settings of Tables 2 and 3: biochem, biochemsn, biosncv
@@ -37,7 +51,8 @@ seeds = [1, 2]  # run seeds (the paper: 1..5; [1, 2, 3] makes a first pass); the
 rounds = 30  # communication rounds (the paper: 200)
 progress = True  # show progress bars
 run_missing = True  # False: compute nothing, show the cells whose every seed is stored (a preview of a running sweep)
-# %% [code]
+
+# %%
 import pandas as pd
 from IPython.display import display
 
@@ -89,6 +104,8 @@ def accuracy_cells(results, table):
 def show_claims(results, table):
     """The paper's claims about ``table`` (from ``paper.yaml``), one line each."""
     display(compare.claims_table(compare.check_claims(results, paper, tables=[table])))
+
+
 # %% [markdown]
 # ## 1. Table 2: decoupling and sharing
 #
@@ -108,19 +125,22 @@ def show_claims(results, table):
 # "None ✓" is FedStar **without any federation**: comparing it with Local
 # (Table 1) and with "SE ✓" splits FedStar's gain into what the architecture
 # brings and what sharing brings (digest §5.3).
-# %% [code]
+
+# %%
 configs2 = [T.table2_config(s, sharing, dc, seed, members=ablation_members[s], **common)
             for s in ablation_settings for sharing, dc in T.TABLE2_ROWS for seed in seeds]
 local_runs = [T.table2_local_config(s, seed, members=ablation_members[s], **common)
               for s in ablation_settings for seed in seeds]  # Local GIN (Table 1's training), the reference
 results2 = sweep(configs2 + local_runs, "Table 2")
 table2 = accuracy_cells(results2, "2")  # with the Local reference, which is not a row of Table 2
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 comparison2 = compare.compare(results2, paper, table="2")
 comparison2 = comparison2[comparison2.dataset.isin(ablation_settings)]
 print(compare.side_by_side(comparison2, rows="setting", columns="dataset", row_labels=T.TABLE2_ROW_LABELS,
                            column_labels=T.SETTING_LABELS).to_string())
+
 # %% [markdown]
 # The paper's claims: sharing only the structure encoder is best; sharing
 # the feature encoder or everything is worse than not sharing at all (with
@@ -128,23 +148,28 @@ print(compare.side_by_side(comparison2, rows="setting", columns="dataset", row_l
 # sharing. As in the results notebook, "(within noise)" marks a verdict
 # whose margin does not exceed twice the standard error of the difference
 # of the two cell means (seed noise).
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 show_claims(results2, "2")
+
 # %% [markdown]
 # **Where the gain comes from.** Local GIN → add $s_v$ to the input (None –)
 # → the decoupled model, still local (None ✓) → share the structure encoder
 # (SE ✓ = FedStar). In the paper most of the gain is already there at
 # "None ✓", before any federation: BIO-CHEM 71.09 → 71.59 → 74.08 → 74.54.
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 steps = T.decomposition(table2)
 print(steps.round(2).to_string(index=False))
-# %% [code]
+
+# %%
 fig = plotting.comparison_bars(comparison2.assign(method=comparison2.setting.map(T.TABLE2_ROW_LABELS)),
                                title="Table 2: decoupling × sharing")
 plotting.save_figure(fig, out / "4_table2.png")
 display(fig)
+
 # %% [markdown]
 # ## 2. Table 3: which structure embedding
 #
@@ -154,11 +179,13 @@ display(fig)
 # A single embedding is 16-d; without either the structure channel reads an
 # all-ones vector (32-d, so the architecture is unchanged; reading A9) --
 # which still carries degrees through the GCN normalisation.
-# %% [code]
+
+# %%
 configs3 = [T.table3_config(s, e, seed, members=ablation_members[s], **common)
             for s in ablation_settings for e in encodings for seed in seeds]
 results3 = sweep(configs3, "Table 3")
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 comparison3 = compare.compare(results3, paper, table="3")
 comparison3 = comparison3[comparison3.dataset.isin(ablation_settings)
@@ -167,30 +194,35 @@ print(compare.side_by_side(comparison3, rows="setting", columns="dataset",
                            row_labels={f"SE={k}": v for k, v in T.TABLE3_LABELS.items()},
                            column_labels=T.SETTING_LABELS).to_string())
 show_claims(results3, "3")
-# %% [code]
+
+# %%
 fig = plotting.comparison_bars(
     comparison3.assign(method=comparison3.setting.map({f"SE={k}": v for k, v in T.TABLE3_LABELS.items()})),
     title="Table 3: structure embeddings")
 plotting.save_figure(fig, out / "4_table3.png")
 display(fig)
+
 # %% [markdown]
 # ## 3. Table 4: local epochs (CHEM)
 #
 # 200 rounds of $E \in \{1, 2, 3, 4\}$ local epochs (so $E=4$ is four times
 # the local computation; reading A15). The paper: FedStar "benefits more
 # from the increasing local epochs".
-# %% [code]
+
+# %%
 configs4 = [T.table4_config(m, e, seed, members=chem, **common)
             for m in epoch_methods for e in epochs for seed in seeds]
 results4 = sweep(configs4, "Table 4")
 table4 = accuracy_cells(results4, "4")
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 comparison4 = compare.compare(results4, paper, table="4")
 comparison4 = comparison4[comparison4.method.isin(epoch_methods) & comparison4.setting.isin([f"E={e}" for e in epochs])]
 print(compare.side_by_side(comparison4, rows="method", columns="setting", row_labels=T.METHOD_LABELS).to_string())
 show_claims(results4, "4")
-# %% [code]
+
+# %%
 fig = plotting.metric_over_rounds(
     table4.assign(round=table4.setting.str.removeprefix("E=").astype(int), value=table4["mean"],
                   method=table4.method.map(T.METHOD_LABELS)),
@@ -198,6 +230,7 @@ fig = plotting.metric_over_rounds(
 fig.axes[0].set_xlabel("local epochs E")
 plotting.save_figure(fig, out / "4_table4.png")
 display(fig)
+
 # %% [markdown]
 # ## 4. Figure 4: number of clients (CHEM)
 #
@@ -209,7 +242,8 @@ display(fig)
 # random split; the table below records which (reading A14). The paper (no numbers): all
 # methods first drop, then recover as the local tasks get small; FedStar is
 # best at every scale.
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 fallbacks = T.split_fallbacks(T.figure4_config("fedstar", max(shards), seeds[0], members=chem, **common))
 print(f"{max(shards)} shards per dataset: {(~fallbacks.stratified).sum()} of {len(fallbacks)} clients "
@@ -217,7 +251,8 @@ print(f"{max(shards)} shards per dataset: {(~fallbacks.stratified).sum()} of {le
 print(fallbacks.groupby("dataset", sort=False).agg(clients=("client", "count"), graphs=("graphs", "min"),
                                                    unstratified=("stratified", lambda s: int((~s).sum())))
       .to_string())
-# %% [code]
+
+# %%
 configs_f4 = [T.figure4_config(m, k, seed, members=chem, **common)
               for m in shard_methods for k in shards for seed in seeds]
 results_f4 = sweep(configs_f4, "Figure 4")
@@ -227,12 +262,14 @@ fig = plotting.metric_over_rounds(points.assign(round=points.num_clients, method
 fig.axes[0].set_xlabel("clients")
 plotting.save_figure(fig, out / "4_figure4.png")
 display(fig)
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 figure4 = accuracy_cells(results_f4, "fig4")
 print(T.ours_table(figure4, rows="method", columns="num_clients", row_labels=T.METHOD_LABELS).to_string())
 figure4.to_csv(out / "4_figure4_ours.csv", index=False)
 show_claims(results_f4, "fig4")
+
 # %% [markdown]
 # ## 5. Table 10: backbones (CHEM)
 #
@@ -241,16 +278,19 @@ show_claims(results_f4, "fig4")
 # (128 → 64) and the structure channel keeps its tanh (reading A16). The
 # paper gives no std for this table.
 # The paper: FedStar's default pair (FE GIN, SE GCN) is the best of the nine.
-# %% [code]
+
+# %%
 configs10 = [T.table10_config(fe, se, seed, members=chem, **common)
              for fe in feature_convs for se in structure_convs for seed in seeds]
 results10 = sweep(configs10, "Table 10")
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 comparison10 = T.setting_parts(compare.compare(results10, paper, table="10"))
 comparison10 = comparison10[comparison10.FE.isin(feature_convs) & comparison10.SE.isin(structure_convs)]
 print(compare.side_by_side(comparison10, rows="FE", columns="SE").to_string())
 show_claims(results10, "10")
+
 # %% [markdown]
 # ## 6. Where we differ from the paper, and why
 #
@@ -265,16 +305,19 @@ show_claims(results10, "10")
 # of Table 10). The summary groups each
 # table's row over its settings: a row on one side of the paper everywhere,
 # mostly beyond noise, differs from the paper's run systematically.
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 ablation_comparison = pd.concat([comparison2, comparison3, comparison4, comparison10], ignore_index=True)
 print(fedstar_gaps.report(ablation_comparison, by=("table", "method", "setting")))
-# %% [code]
+
+# %%
 ablation_gaps = fedstar_gaps.gap_table(ablation_comparison)
 fig = plotting.delta_dots(ablation_gaps, rows=["table", "method", "setting"],
                           title="Tables 2, 3, 4, 10: ours − paper (label: table, method, setting)")
 plotting.save_figure(fig, out / "4_gaps.png")
 display(fig)
+
 # %% [markdown]
 # ## 7. Report
 #
@@ -282,13 +325,15 @@ display(fig)
 # `results.csv` (all FedStar notebooks), formed as above.
 # `python -m fglcore.compare fedstar --profile <profile>` rewrites them from
 # the stored runs alone.
-# %% [code]
+
+# %%
 if run_missing:
     all_rows = ResultStore(out / "results.csv").read()
     comparison, claims = compare.write_report(out, all_rows, "fedstar")
     display(compare.claims_table(claims))
 else:
     print("PREVIEW: comparison.csv and claims.csv are left as they are until every run is stored")
+
 # %% [markdown]
 # What the runs in `results.csv` cost, from the run index beside it: runs
 # computed and copied from another table, compute hours summed over runs
@@ -296,5 +341,6 @@ else:
 # the wall hours during which at least one run was computing (parallel
 # workers' runs count once, the idle time between sessions not at all), and
 # when the first and last were stored.
-# %% [code]
+
+# %%
 print(ResultStore(out / "results.csv").cost().to_string())

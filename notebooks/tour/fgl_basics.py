@@ -1,4 +1,17 @@
-# Source of fgl_basics.ipynb: edit here, then `python tools/nbbuild.py notebooks/tour/fgl_basics.py`.
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # A tour of federated graph learning with `fglcore`
 #
@@ -18,7 +31,8 @@
 # 5. read the **communication ledger**: every tensor that crossed the network.
 #
 # Every number below is computed by `fglcore`; the cells only orchestrate.
-# %% [parameters]
+
+# %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
 output_dir = ""  # results folder; empty means outputs/<profile>/tour
 dataset = "Cora"  # node-classification dataset
@@ -33,7 +47,8 @@ fedprox_mu = 0.01  # FedProx proximal weight mu
 seeds = [0, 1, 2]  # seeds; tables show mean ± std over them
 progress = True  # show progress bars
 interactive = False  # show the ipywidgets partition explorer
-# %% [code]
+
+# %%
 import pandas as pd
 import torch
 from IPython.display import display
@@ -52,6 +67,7 @@ runtime.set_threads()
 plotting.set_style()
 pd.set_option("display.precision", 3)
 print(f"profile {profile}: results go to {paths.display_path(out)}")
+
 # %% [markdown]
 # ## 1. The graph
 #
@@ -59,13 +75,16 @@ print(f"profile {profile}: results go to {paths.display_path(out)}")
 # 5,278 citations (undirected edges) and 7 topics (labels). It is
 # **homophilous**: most citations join papers of the same topic, which is why
 # message passing (GCN) helps.
-# %% [code]
+
+# %%
 data = load_node_data(dataset)  # PyG prints "Processing..." the first time it builds the dataset
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 print(f"{dataset}: {data.num_nodes} nodes, {data.num_edges // 2} undirected edges, "
       f"{data.num_features} features, {data.num_classes} classes")
 print(f"node homophily of the whole graph: {node_homophily(data.edge_index, data.y):.3f}")
+
 # %% [markdown]
 # ## 2. Splitting the graph among clients
 #
@@ -78,14 +97,16 @@ print(f"node homophily of the whole graph: {node_homophily(data.edge_index, data
 #   label space.
 # * **Random** assigns nodes uniformly: every client looks like the whole
 #   graph in labels, but most edges are cut.
-# %% [code]
+
+# %%
 assignments = {p: cached_partition(data, p, num_clients, seed=0) for p in partitions}
 client_sets = {p: build_clients(data, a) for p, a in assignments.items()}
 stats = {p: client_statistics(cs, data.num_classes) for p, cs in client_sets.items()}
 for p, table in stats.items():
     print(f"--- {p}")
     display(table)
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 for p, clients in client_sets.items():
     kept_nodes = sum(c.num_nodes for c in clients)
@@ -94,21 +115,25 @@ for p, clients in client_sets.items():
     print(f"{p:>8}: {kept_nodes} nodes kept, {kept_edges} of {data.num_edges // 2} edges kept "
           f"({100 * kept_edges / (data.num_edges // 2):.1f}%), "
           f"mean client homophily {stats[p]['homophily'].mean():.3f}")
+
 # %% [markdown]
 # The label mix of each client shows the difference at a glance: Louvain
 # clients are dominated by one or two topics, random clients all look alike.
-# %% [code]
+
+# %%
 for p in partitions:
     label_cols = [c for c in stats[p].columns if str(c).startswith("class_")]
     fig = plotting.client_label_mix(stats[p].set_index("client")[label_cols])
     fig.suptitle(f"{dataset}, {p} partition: labels per client")
     plotting.save_figure(fig, out / f"label_mix_{p}.png")
     display(fig)
-# %% [code]
+
+# %%
 if interactive:
     from fglcore.widgets import partition_explorer
 
     display(partition_explorer([dataset], partitions, max_clients=20))
+
 # %% [markdown]
 # ## 3. FedAvg's aggregation, by hand
 #
@@ -121,7 +146,8 @@ if interactive:
 #
 # Here it is written out on three freshly initialised GCNs, and checked against
 # the library's `weighted_mean`, which the server uses.
-# %% [code]
+
+# %%
 models, sizes = [], [120, 80, 40]
 for k in range(3):
     torch.manual_seed(k)
@@ -134,6 +160,7 @@ by_hand = {
 library = weighted_mean(payloads, sizes)
 assert all(torch.allclose(by_hand[name], library[name]) for name in by_hand)
 print({name: tuple(t.shape) for name, t in by_hand.items()})
+
 # %% [markdown]
 # ## 4. Training: Local, FedAvg, FedProx and Central
 #
@@ -148,7 +175,8 @@ print({name: tuple(t.shape) for name, t in by_hand.items()})
 # the test accuracy (pooled over all clients' test nodes) at the round with the
 # best validation accuracy. Results are written to `results.csv` as each run
 # finishes, so an interrupted run resumes where it stopped.
-# %% [code]
+
+# %%
 base = dict(paper="tour", table="training", dataset=dataset, num_clients=num_clients, model=model,
             rounds=rounds, local_epochs=local_epochs, lr=lr, progress=False)
 configs = [
@@ -156,24 +184,28 @@ configs = [
     for c in experiment.grid(base, partition=partitions, algorithm=methods, seed=seeds)
 ]
 results = experiment.sweep(configs, out / "results.csv", progress=progress, desc="tour runs")
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 table = experiment.summarize(results[results.metric.isin(["accuracy", "minority_accuracy"])],
                              by=["partition", "method", "metric"])
 table["mean ± std"] = table["mean"].map("{:.2f}".format) + " ± " + table["std"].map("{:.2f}".format)
 print(table.pivot(index=["partition", "method"], columns="metric", values="mean ± std").to_string())
-# %% [code]
+
+# %%
 fig = plotting.method_bars(results[results.metric == "accuracy"], x="method", hue="partition",
                            ylabel="test accuracy (%)")
 plotting.save_figure(fig, out / "accuracy.png")
 display(fig)
+
 # %% [markdown]
 # How far is each method from **Central**, and does federating beat training
 # alone? The gaps below are computed from the table above (points of test
 # accuracy, mean over seeds). Look at how they change between the two
 # partitions: Louvain clients keep most edges but each sees a skewed slice of
 # the labels; random clients see every label but lose most edges.
-# %% [code]
+
+# %%
 # NBVAL_CHECK_OUTPUT
 accuracy = experiment.summarize(results[results.metric == "accuracy"], by=["partition", "method"])
 accuracy = accuracy.pivot(index="partition", columns="method", values="mean")
@@ -184,6 +216,7 @@ for method in accuracy.columns.drop("central", errors="ignore"):
 if {"fedavg", "local"} <= set(accuracy.columns):
     gaps["fedavg - local"] = accuracy["fedavg"] - accuracy["local"]
 print(gaps.round(2).to_string())
+
 # %% [markdown]
 # ## 5. What crossed the network: the communication ledger
 #
@@ -191,7 +224,8 @@ print(gaps.round(2).to_string())
 # records its round, sender, receiver, name, shape, dtype and bytes. For FedAvg
 # each round costs one download and one upload of the model per client, and
 # nothing else: no features, no labels, no edges.
-# %% [code]
+
+# %%
 config = experiment.grid({**base, "partition": partitions[0], "algorithm": "fedavg", "seed": seeds[0]})[0]
 _, run = experiment.run_full(config)
 ledger = run.ledger
@@ -204,7 +238,8 @@ print(f"model size {model_bytes / 1024:.1f} KiB; one round moves {round_bytes / 
       f"= {round_bytes / model_bytes:.2f} models for {num_clients} clients")
 assert ledger.names(sender="clients") <= set(module_payload(build_model(model, data.num_features, config.hidden,
                                                                          data.num_classes))) | {"num_samples"}
-# %% [code]
+
+# %%
 history = pd.DataFrame(run.history)
 curves = history.melt(id_vars="round", value_vars=["val_accuracy", "test_accuracy"], var_name="split")
 curves["value"] *= 100
@@ -212,6 +247,7 @@ fig = plotting.metric_over_rounds(curves.rename(columns={"split": "method"}), yl
 fig.suptitle(f"FedAvg on {dataset}, {partitions[0]} clients")
 plotting.save_figure(fig, out / "fedavg_curve.png")
 display(fig)
+
 # %% [markdown]
 # ## Where to go next
 #

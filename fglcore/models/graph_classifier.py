@@ -1,9 +1,7 @@
-"""Graph classifiers: ``forward(x, edge_index, batch) -> logits [num_graphs, num_classes]``.
+"""Graph classifier: encoder, message-passing backbone, pooling, readout (GCFL's and FedStar's baselines' model).
 
-One architecture, :class:`GraphClassifier`, with a pluggable message-passing
-backbone. It is the model of GCFL (Xie et al., NeurIPS 2021) and of FedStar's
-baselines (Tan et al., AAAI 2023, Local/FedAvg/FedProx/FedPer/FedSage rows),
-checked against their official ``lib/models.py``: with the default GIN backbone,
+Checked against the official ``lib/models.py`` of GCFL (Xie et al., NeurIPS
+2021) and FedStar (Tan et al., AAAI 2023): with the default GIN backbone,
 ``num_layers=3`` and hidden 64 it has exactly the 29,762 parameters FedStar's
 GIN has on MUTAG.
 """
@@ -13,17 +11,23 @@ from typing import Callable
 
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch_geometric.nn import GATConv, GCNConv, GINConv, SAGEConv, global_add_pool, global_mean_pool
+from torch_geometric.nn import global_add_pool, global_mean_pool
 
 from fglcore.models.dropout import relu_dropout
 from fglcore.models.operators import GraphOperators, apply_conv
-from fglcore.models.node import NodeWiseLinear, gat_head_width, gin_mlp, reset_children
+from fglcore.models.utils import reset_children
 
 POOLS: dict[str, Callable[..., Tensor]] = {"add": global_add_pool, "mean": global_mean_pool}
 
 
 class GraphClassifier(nn.Module):
-    """Encoder -> message passing -> pooling -> readout MLP.
+    r"""Encoder -> message passing -> pooling -> readout MLP, for graph classification.
+
+    The model of GCFL (Xie et al., "Federated Graph Classification over
+    Non-IID Graphs", NeurIPS 2021) and of FedStar's baselines (Tan et al.,
+    AAAI 2023: the Local/FedAvg/FedProx/FedPer/FedSage rows); with a GIN
+    backbone and sum pooling its readout is GIN's graph readout (Xu et al.,
+    ICLR 2019, Eq. 4.2) on the last layer.
 
     .. code-block:: text
 
@@ -47,6 +51,11 @@ class GraphClassifier(nn.Module):
             with the signature ``conv(x, edge_index)``.
         dropout: rate after each conv and in the head.
         pool: ``"add"`` or ``"mean"``.
+
+    Shapes:
+        - **input:** node features :math:`(|\mathcal{V}|, F)`, edge indices :math:`(2, |\mathcal{E}|)`
+          (or a batch's :class:`~fglcore.models.operators.GraphOperators`), ``batch`` :math:`(|\mathcal{V}|)`
+        - **output:** logits :math:`(B, C)` for :math:`B` graphs
     """
 
     def __init__(
@@ -93,43 +102,3 @@ class GraphClassifier(nn.Module):
     def forward(self, x: Tensor, edge_index: Tensor | GraphOperators, batch: Tensor | None = None) -> Tensor:
         """``batch[i]`` is the graph of node ``i`` (PyG's ``Batch.batch``); ``None`` means one graph."""
         return self.head(POOLS[self.pool](self.node_embeddings(x, edge_index), batch))
-
-
-def gin_conv(hidden_channels: int, dropout: float, train_eps: bool = False, mlp_batch_norm: bool = False) -> nn.Module:
-    """GIN layer (Xu et al., ICLR 2019) with the two-layer MLP hidden -> hidden -> hidden of GCFL/FedStar."""
-    return GINConv(gin_mlp(hidden_channels, hidden_channels, hidden_channels, mlp_batch_norm), train_eps=train_eps)
-
-
-def gcn_conv(hidden_channels: int, dropout: float) -> nn.Module:
-    """GCN layer (Kipf & Welling, ICLR 2017)."""
-    return GCNConv(hidden_channels, hidden_channels)
-
-
-def sage_conv(hidden_channels: int, dropout: float, aggr: str = "mean") -> nn.Module:
-    """GraphSAGE layer (Hamilton et al., NeurIPS 2017), mean aggregation as FedStar's FedSage baseline."""
-    return SAGEConv(hidden_channels, hidden_channels, aggr=aggr)
-
-
-def gat_conv(
-    hidden_channels: int,
-    dropout: float,
-    heads: int = 8,
-    hidden_per_head: bool = False,
-    attention_dropout: float | None = None,
-) -> nn.Module:
-    """GAT layer (Veličković et al., ICLR 2018) mapping hidden -> hidden.
-
-    By default the heads split ``hidden_channels`` and are concatenated; with
-    ``hidden_per_head=True`` each head has ``hidden_channels`` features and
-    the heads are averaged, so the layer still maps hidden -> hidden.
-    """
-    if heads < 1:
-        raise ValueError(f"GAT: heads must be >= 1, got {heads}")
-    att = dropout if attention_dropout is None else attention_dropout
-    width = gat_head_width(hidden_channels, heads, hidden_per_head)
-    return GATConv(hidden_channels, width, heads=heads, concat=not hidden_per_head, dropout=att)
-
-
-def linear_conv(hidden_channels: int, dropout: float) -> nn.Module:
-    """A node-wise linear layer: the graph-free ``mlp`` backbone (DeepSets-style)."""
-    return NodeWiseLinear(hidden_channels, hidden_channels)
