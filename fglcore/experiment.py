@@ -38,6 +38,7 @@ from fglcore.fl.checkpoint import RoundCheckpoint
 from fglcore.fl.engine import RunResult
 from fglcore.results import RUN_LABEL_KEYS, ResultStore, config_id, rows_from_result, run_id, summarize
 from fglcore.runlog import SweepLog, runs_left
+from fglcore.settings import settings
 
 __all__ = ["as_config", "run", "run_full", "grid", "sweep", "stored_rows", "summarize", "request_stop",
            "withdraw_stop", "SweepStopped"]
@@ -57,7 +58,8 @@ def run_full(config: ExperimentConfig | Mapping[str, Any], *, per_client: bool =
              curve: bool = False, checkpoint: RoundCheckpoint | None = None) -> tuple[list[dict[str, Any]], RunResult]:
     """Run one configuration; return its result rows and the full :class:`RunResult`.
 
-    The configuration is validated before any data is loaded. Seeds are set
+    The configuration and the ``FGL_*`` variables (:func:`fglcore.settings.settings`)
+    are validated before any data is loaded. Seeds are set
     from ``config.seed`` (:func:`fglcore.runtime.set_seed`), subnormal floats
     are flushed to zero unless ``FGL_FLUSH_DENORMAL=0``
     (:func:`fglcore.runtime.set_flush_denormal`), the federation
@@ -69,6 +71,7 @@ def run_full(config: ExperimentConfig | Mapping[str, Any], *, per_client: bool =
     and, when it holds a round, resumed from.
     """
     config = as_config(config)
+    settings()  # a bad FGL_* variable stops here, before any data is loaded
     algorithm = ALGORITHMS.get(config.algorithm)
     device = runtime.get_device(config.device)  # an unavailable device fails before data is loaded
     runtime.set_seed(config.seed)
