@@ -1,5 +1,5 @@
 # Two commands do all the set-up on a fresh machine:
-#   make reproduce [PROFILE=smoke|quick|full] [PAPERS="tour fedspray"] [JOBS=2 | WORKERS=2]
+#   make reproduce [PROFILE=smoke|quick|full] [PAPERS="tour fedspray"] [JOBS=2 | WORKERS=2] [FRESH=1]
 #   make test
 # Both create (or reuse) the virtual environment in $(VENV).
 
@@ -7,6 +7,8 @@ PROFILE ?= quick
 PAPERS ?=
 JOBS ?= 1
 WORKERS ?= 1
+# FRESH=1 recomputes every run into outputs/<profile>-fresh-<time>/ instead of reusing the stored ones.
+FRESH ?=
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
@@ -27,7 +29,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 reproduce: $(STAMP)
-	$(BIN)/fgl reproduce $(PAPERS) --profile $(PROFILE) --jobs $(JOBS) --workers $(WORKERS)
+	$(BIN)/fgl reproduce $(PAPERS) --profile $(PROFILE) --jobs $(JOBS) --workers $(WORKERS) $(if $(filter 1 yes true,$(FRESH)),--fresh)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests outputs/smoke --nbval-lax -p no:cacheprovider

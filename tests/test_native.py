@@ -27,7 +27,7 @@ def test_without_the_native_kernel_products_are_pytorchs(monkeypatch, tmp_path):
     matrix = (torch.rand(30, 20) * (torch.rand(30, 20) < 0.3)).to_sparse_csr()
     x = torch.randn(20, 4)
     try:
-        _reload_native(monkeypatch, FGL_NATIVE="off")
+        _reload_native(monkeypatch, FGL_NATIVE="OFF")  # any case
         assert native.library("spmm") is None and not operators.native_matches(operators.FUSED)
         assert torch.equal(operators.spmm(matrix, x), torch.sparse.mm(matrix, x, "sum"))
 
