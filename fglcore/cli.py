@@ -292,6 +292,10 @@ COMMANDS = {"run": _run, "reproduce": _reproduce, "stop": _stop, "datasets": _da
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command in ("run", "reproduce"):
+            from fglcore.settings import settings
+
+            settings()  # a bad FGL_* variable stops here, before the first notebook
         return COMMANDS[args.command](args)
     except (ConfigError, UnknownNameError) as err:
         print(f"fgl: error: {err}", file=sys.stderr)

@@ -26,8 +26,9 @@ A switch accepts ``1``/``0``, ``true``/``false``, ``yes``/``no`` or
 ``on``/``off`` in any case; a number must parse and lie in its range; an
 empty variable means its default. Anything else stops with a
 :class:`SettingError` naming the variable and what it accepts, before any
-work starts: :func:`settings` validates every variable at once, and
-:func:`fglcore.experiment.run_full` calls it before a run.
+work starts: :func:`settings` validates every variable at once;
+``fgl run`` and ``fgl reproduce`` call it before the first notebook and
+:func:`fglcore.experiment.run_full` before a run.
 
 :func:`switches_in_force` gives the settings that can change a run's numbers
 or the path it takes (the threads actually in use included); every run
@@ -41,12 +42,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fglcore.config import ConfigError
+
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
 
 
-class SettingError(ValueError):
-    """An ``FGL_*`` variable holds a value its setting does not accept."""
+class SettingError(ConfigError):
+    """An ``FGL_*`` variable holds a value its setting does not accept (``fgl`` exits with status 2)."""
 
 
 @dataclass(frozen=True)

@@ -305,3 +305,10 @@ def test_reproduce_says_what_it_computed_and_reused_and_fresh_recomputes_everyth
     assert main(["run", str(paths.repo_root() / "notebooks/tour/fgl_basics.ipynb"), "--profile", "smoke", "--fresh",
                  "--out", str(tmp_path / "mine")]) == 0
     assert "runs: 3 computed, 0 reused from outputs/mine/results.csv (1 sweep)" in capsys.readouterr().out
+
+
+def test_a_bad_fgl_variable_exits_2_before_any_notebook_runs(capsys, monkeypatch):
+    monkeypatch.setattr(notebooks, "execute", lambda *a, **k: pytest.fail("a notebook ran"))
+    monkeypatch.setenv("FGL_FLUSH_DENORMAL", "maybe")
+    status, text = run_cli(capsys, "reproduce", "tour", "--profile", "smoke")
+    assert status == 2 and "FGL_FLUSH_DENORMAL='maybe' is not accepted; accepted: one of 1, true, yes, on" in text
