@@ -308,7 +308,7 @@ def sweep(
             return None
         snapshot = done, computed = stored()  # another worker may have stored it since the last look
         if cid in done or rid in computed:
-            claims.release(rid)
+            claims.release(rid, stored=True)  # the run is in the store: its lock file can go
             return BY_OTHERS if cid in done else copy(cid, computed[rid])
         bar.set_postfix_str(_label(config))
         checkpoint = RoundCheckpoint(store.path.parent / CHECKPOINT_FOLDER / f"{rid}.pt")
