@@ -291,3 +291,13 @@ def test_atomic_writes_give_the_file_the_mode_open_would(tmp_path):
     finally:
         os.umask(mask)
     assert stat.S_IMODE((tmp_path / "t.csv").stat().st_mode) == 0o644  # not mkstemp's 0600
+
+
+def test_the_device_is_recorded_with_what_it_is(monkeypatch):
+    from fglcore import provenance
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index: f"Accelerator {index}")
+    assert provenance.describe_device("cuda") == "cuda:0 (Accelerator 0)"
+    assert provenance.describe_device(torch.device("cuda", 1)) == "cuda:1 (Accelerator 1)"
+    assert provenance.describe_device("cpu").startswith("cpu")
