@@ -1,5 +1,5 @@
 # Two commands do all the set-up on a fresh machine:
-#   make reproduce [PROFILE=smoke|quick|full] [PAPERS="tour fedspray"] [JOBS=2 | WORKERS=2]
+#   make reproduce [PROFILE=smoke|quick|full] [PAPERS="tour fedspray"] [JOBS=2 | WORKERS=2] [FRESH=1]
 #   make test
 #   make notebooks   (rebuild notebooks/*/*.ipynb from their jupytext .py sources)
 # Both create (or reuse) the virtual environment in $(VENV).
@@ -8,6 +8,8 @@ PROFILE ?= quick
 PAPERS ?=
 JOBS ?= 1
 WORKERS ?= 1
+# FRESH=1 recomputes every run into outputs/<profile>-fresh-<time>/ instead of reusing the stored ones.
+FRESH ?=
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
@@ -28,7 +30,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 reproduce: $(STAMP)
-	$(BIN)/fgl reproduce $(PAPERS) --profile $(PROFILE) --jobs $(JOBS) --workers $(WORKERS)
+	$(BIN)/fgl reproduce $(PAPERS) --profile $(PROFILE) --jobs $(JOBS) --workers $(WORKERS) $(if $(filter 1 yes true,$(FRESH)),--fresh)
 
 # Every notebook executes once under smoke: nbval re-runs the committed outputs/smoke notebooks (checked cells),
 # then tests/test_notebooks.py compares the results.csv those runs wrote with the committed one to 1e-6.

@@ -15,10 +15,8 @@ test graphs, for three implementations:
   collation, fused Adam, message passing on ``edge_index``, evaluation only
   when asked: at the end and every 5 rounds for Figure 3);
 * ``fast``: fglcore's default (the same, with CSR sparse operators,
-  :mod:`fglcore.models.operators`, and ReLU + dropout in one native pass
-  with PyTorch's masks, :func:`fglcore.models.dropout.relu_dropout`). Its
-  numbers equal ``plain``'s bit for bit
-  (``tests/test_fast_graph.py``, ``tests/test_native.py``).
+  :mod:`fglcore.models.operators`). Its numbers equal ``plain``'s bit for
+  bit (``tests/test_fast_graph.py``, ``tests/test_native.py``).
 
 Model families: ``fedstar`` (FeatureStructureGNN: GIN feature channel, GCN
 structure channel), ``gin`` (GraphClassifier with GIN: Local, FedAvg,

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 from fglcore.config import ConfigError
 from fglcore.registry import UnknownNameError
-from fglcore.runlog import LogFollower, log_path
+from fglcore.runlog import LogFollower, RunTally, log_path
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,6 +30,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, default=None, help="output folder (default outputs/<profile>/<paper>/)")
     run.add_argument("--workers", type=_positive_int, default=1,
                      help="processes sharing the notebook's runs (default 1); give each FGL_THREADS=1 on a small machine")
+    run.add_argument("--fresh", action="store_true",
+                     help="recompute every run into a new folder (--out, which must hold no results.csv, or "
+                          "outputs/<profile>-fresh-<time>/<paper>/) instead of reusing stored runs")
 
     rep = sub.add_parser("reproduce", help="run every notebook of the given papers (default: all)")
     rep.add_argument("papers", nargs="*")
@@ -39,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--workers", type=_positive_int, default=1,
                      help="notebooks run one after another, each in this many processes sharing its runs "
                           "(default 1; not with --jobs); give each FGL_THREADS=1 on a small machine")
+    rep.add_argument("--fresh", action="store_true",
+                     help="recompute every run into outputs/<profile>-fresh-<time>/ instead of reusing the runs "
+                          "stored in outputs/<profile>/")
 
     stop = sub.add_parser("stop", help="ask the running sweeps of papers to stop once their current runs are stored")
     stop.add_argument("papers", nargs="*")
@@ -58,25 +64,70 @@ def _run(args: argparse.Namespace) -> int:
     # notebook runs, so a helper thread would look for a relative path in the notebook's folder.
     notebook = args.notebook.resolve()
     out_dir = args.out.resolve() if args.out else None
+    if args.fresh:
+        notebooks.check_profile(args.profile)
+        out_dir = _fresh_folder(out_dir, args.profile, notebooks.paper_of(notebook))
     overrides = {key: notebooks.parse_override(value) for key, value in args.parameter}
     _, out = notebooks.prepare(notebook, args.profile, overrides, out_dir)
     _withdraw_stop(out)
-    with LogFollower({log_path(out / "results.csv"): notebooks.paper_of(notebook)}, emit=_say):
+    tally = RunTally()
+    with LogFollower({log_path(out / "results.csv"): notebooks.paper_of(notebook)}, emit=_tallied(tally)):
         if args.workers == 1:
             target = notebooks.execute(notebook, args.profile, overrides, out_dir)
         else:
             target = _execute_with_helpers(notebook, args.profile, overrides, out_dir, out, args.workers)
     print(f"wrote {target}")
+    _say_runs(tally, args.fresh)
     if out_dir is None:  # the notebook may have rewritten its paper's comparison.csv and claims.csv
-        _write_summary(args.profile)
+        _write_summary(_outputs_of(args.profile))
     return 0
 
 
-def _write_summary(profile: str) -> None:
-    from fglcore import compare, paths
+def _outputs_of(profile: str) -> Path:
+    from fglcore import paths
 
-    summary = compare.build_summary(paths.outputs_root() / profile)
-    print(f"summary of {len(summary)} comparisons: {paths.outputs_root() / profile / 'summary.md'}")
+    return paths.outputs_root() / profile
+
+
+def _write_summary(folder: Path) -> None:
+    from fglcore import compare
+
+    summary = compare.build_summary(folder)
+    print(f"summary of {len(summary)} comparisons: {folder / 'summary.md'}")
+
+
+def _fresh_folder(out_dir: Path | None, profile: str, paper: str | None = None) -> Path:
+    """Where ``--fresh`` writes: ``out_dir`` if it holds no results yet, else ``outputs/<profile>-fresh-<time>/[paper]``."""
+    import datetime
+
+    from fglcore import paths
+
+    if out_dir is not None:
+        if (out_dir / "results.csv").exists():
+            raise ConfigError(f"--fresh: {out_dir} already holds results.csv, whose runs would be reused; name a new "
+                              f"folder with --out, or leave --out out for outputs/{profile}-fresh-<time>/")
+        return out_dir
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    root = paths.outputs_root() / f"{profile}-fresh-{stamp}"
+    return root / paper if paper else root
+
+
+def _tallied(tally: RunTally) -> Callable[[str], None]:
+    """Print each progress line and count the sweeps' closing lines in ``tally``."""
+    def emit(line: str) -> None:
+        tally.add(line)
+        _say(line)
+
+    return emit
+
+
+def _say_runs(tally: RunTally, fresh: bool) -> None:
+    """How many runs were computed and how many reused, and how to recompute them all when none was."""
+    _say(tally.summary())
+    computed, reused = tally.counts()
+    if reused and not fresh:
+        _say(f"{reused} stored run(s) were reused, not recomputed; --fresh (make reproduce FRESH=1) recomputes "
+             "every run into a new folder")
 
 
 def _execute_with_helpers(notebook: Path, profile: str, overrides: dict, out_dir: Path | None, out: Path,
@@ -114,21 +165,27 @@ def _reproduce(args: argparse.Namespace) -> int:
     jobs = [(paper, nb) for paper in selected for nb in notebooks.notebooks_of(paper)]
     for _, nb in jobs:  # validate every parameter set before the first notebook runs
         notebooks.prepare(nb, args.profile)
+    root = _fresh_folder(None, args.profile) if args.fresh else None
+    out_dirs = {paper: None if root is None else root / paper for paper in selected}
+    outs = {paper: out_dirs[paper] or paths.output_dir(args.profile, paper) for paper in selected}
+    if root is not None:
+        _say(f"--fresh: every run is computed anew into {root}")
     for paper in selected:
-        _withdraw_stop(paths.output_dir(args.profile, paper))
-    logs = {log_path(paths.output_dir(args.profile, paper) / "results.csv"): paper for paper in selected}
-    with LogFollower(logs, emit=_say):
+        _withdraw_stop(outs[paper])
+    logs = {log_path(outs[paper] / "results.csv"): paper for paper in selected}
+    tally = RunTally()
+    with LogFollower(logs, emit=_tallied(tally)):
         if args.jobs > 1:
-            _execute_side_by_side(jobs, args.profile, args.jobs)
+            _execute_side_by_side(jobs, args.profile, args.jobs, out_dirs)
         else:
             for paper, nb in jobs:
                 _say(f"[{paper}] {nb.name} ({args.profile})")
                 if args.workers == 1:
-                    notebooks.execute(nb, args.profile)
+                    notebooks.execute(nb, args.profile, None, out_dirs[paper])
                 else:
-                    out = paths.output_dir(args.profile, paper)
-                    _execute_with_helpers(nb, args.profile, {}, None, out, args.workers)
-    _write_summary(args.profile)
+                    _execute_with_helpers(nb, args.profile, {}, out_dirs[paper], outs[paper], args.workers)
+    _say_runs(tally, args.fresh)
+    _write_summary(root or _outputs_of(args.profile))
     return 0
 
 
@@ -151,8 +208,10 @@ def _withdraw_stop(results_dir: Path) -> None:
         _say(f"withdrew the stop request left in {results_dir} (fgl stop)")
 
 
-def _execute_side_by_side(jobs: Sequence[tuple[str, Path]], profile: str, workers: int) -> None:
-    """Run the notebooks ``workers`` at a time (each in its own kernel), in order of start.
+def _execute_side_by_side(jobs: Sequence[tuple[str, Path]], profile: str, workers: int,
+                          out_dirs: dict[str, Path | None] | None = None) -> None:
+    """Run the notebooks ``workers`` at a time (each in its own kernel), in order of start; ``out_dirs``
+    maps a paper to its output folder (``None``: ``outputs/<profile>/<paper>/``).
 
     The notebooks of one paper share its ``results.csv``, whose writes are
     locked, and each sweep skips what another has stored or is computing
@@ -162,7 +221,7 @@ def _execute_side_by_side(jobs: Sequence[tuple[str, Path]], profile: str, worker
 
     def execute(paper: str, nb: Path) -> None:
         _say(f"[{paper}] {nb.name} ({profile}) started")
-        notebooks.execute(nb, profile, progress=False)
+        notebooks.execute(nb, profile, None, (out_dirs or {}).get(paper), progress=False)
         _say(f"[{paper}] {nb.name} ({profile}) done")
 
     _in_parallel([functools.partial(execute, paper, nb) for paper, nb in jobs], workers)
@@ -231,6 +290,10 @@ COMMANDS = {"run": _run, "reproduce": _reproduce, "stop": _stop, "datasets": _da
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command in ("run", "reproduce"):
+            from fglcore.settings import settings
+
+            settings()  # a bad FGL_* variable stops here, before the first notebook
         return COMMANDS[args.command](args)
     except (ConfigError, UnknownNameError) as err:
         print(f"fgl: error: {err}", file=sys.stderr)

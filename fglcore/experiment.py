@@ -37,7 +37,10 @@ from fglcore.data.federation import build_federation
 from fglcore.fl.checkpoint import RoundCheckpoint
 from fglcore.fl.engine import RunResult
 from fglcore.results import RUN_LABEL_KEYS, ResultStore, config_id, rows_from_result, run_id, summarize
-from fglcore.runlog import SweepLog, runs_left
+from fglcore.paths import display_path
+from fglcore.provenance import run_record
+from fglcore.runlog import BY_OTHERS, COMPUTED, REUSED, SweepLog, runs_left
+from fglcore.settings import settings
 
 __all__ = ["as_config", "run", "run_full", "grid", "sweep", "stored_rows", "summarize", "request_stop",
            "withdraw_stop", "SweepStopped"]
@@ -57,7 +60,8 @@ def run_full(config: ExperimentConfig | Mapping[str, Any], *, per_client: bool =
              curve: bool = False, checkpoint: RoundCheckpoint | None = None) -> tuple[list[dict[str, Any]], RunResult]:
     """Run one configuration; return its result rows and the full :class:`RunResult`.
 
-    The configuration is validated before any data is loaded. Seeds are set
+    The configuration and the ``FGL_*`` variables (:func:`fglcore.settings.settings`)
+    are validated before any data is loaded. Seeds are set
     from ``config.seed`` (:func:`fglcore.runtime.set_seed`), subnormal floats
     are flushed to zero unless ``FGL_FLUSH_DENORMAL=0``
     (:func:`fglcore.runtime.set_flush_denormal`), the federation
@@ -69,6 +73,7 @@ def run_full(config: ExperimentConfig | Mapping[str, Any], *, per_client: bool =
     and, when it holds a round, resumed from.
     """
     config = as_config(config)
+    settings()  # a bad FGL_* variable stops here, before any data is loaded
     algorithm = ALGORITHMS.get(config.algorithm)
     device = runtime.get_device(config.device)  # an unavailable device fails before data is loaded
     runtime.set_seed(config.seed)
@@ -222,19 +227,26 @@ def sweep(
     (every ``FGL_CHECKPOINT_SECONDS``, default 600), so an interrupted one
     resumes from its last saved round rather than from the start
     (:mod:`fglcore.fl.checkpoint`); ``seconds`` then counts the resumed part only.
+    Each computed run records in the run index how it was made
+    (:func:`fglcore.provenance.run_record`: device, versions, git commit,
+    switches in force); a copied run carries its source's record.
 
     Each computed run also appends a progress line (how many are stored,
     what ran, how long it took, roughly how long the rest takes) to
-    ``<stem>.log`` beside the file (:mod:`fglcore.runlog`).
+    ``<stem>.log`` beside the file (:mod:`fglcore.runlog`), and the sweep
+    ends with a line saying how many runs it computed and how many it reused
+    from the store (stored before, or copied from the same computation);
+    the returned frame's ``attrs["runs"]`` holds the same counts
+    (``computed``, ``reused``, ``by_others``, ``total``).
 
     Several processes may run sweeps over one file at once (two notebooks
     of a paper side by side, or one notebook on several workers:
     ``fgl run --workers``): each claims a run before computing it
-    (:mod:`fglcore.claims`), skips runs another live process has claimed,
-    copies or skips what the others have stored, and, having done all it
-    could, waits for the others' runs (looking every
-    :data:`CLAIM_POLL_SECONDS`), so that every process returns the same
-    complete rows.
+    (:mod:`fglcore.claims`, an OS file lock that dies with its process),
+    skips runs another process has claimed, copies or skips what the others
+    have stored, and, having done all it could, waits for the others' runs
+    (looking every :data:`CLAIM_POLL_SECONDS`), so that every process
+    returns the same complete rows.
 
     A file :data:`STOP_FILE` beside the results file (:func:`request_stop`,
     ``fgl stop``) stops the sweep before its next computed run, with
@@ -255,6 +267,7 @@ def sweep(
     run_ids = {cid: run_id(config) for cid, config in todo.items()}
     timing_keys = {rid: _timing_keys(todo[cid]) for cid, rid in run_ids.items()}
     log = SweepLog(store.path, desc)
+    outcomes: dict[str, str] = {}  # config id -> REUSED | COMPUTED | BY_OTHERS
 
     def log_computed(config: ExperimentConfig, seconds: float) -> None:
         done, computed = snapshot
@@ -268,62 +281,73 @@ def sweep(
         done = _done_ids(store, per_client=per_client, curve=curve)
         return done, {rid: cid for cid, rid in store.run_ids().items() if cid in done}
 
-    def settle(cid: str) -> bool:
-        """Store configuration ``cid`` (copied or computed); False while another worker computes it."""
+    def check_stop(config: ExperimentConfig) -> None:
+        stop = store.path.parent / STOP_FILE
+        if stop.exists():
+            left = total - len(snapshot[0] & todo.keys())
+            raise SweepStopped(f"{desc}: stopped before {_label(config)}, as {stop} asks; {left} of {total} runs "
+                               "are not stored yet. Delete the file (fgl run does) and run again to resume.")
+
+    def copy(cid: str, source: str) -> str:
+        config, rid = todo[cid], run_ids[cid]
+        store.append(_relabelled(store.read(), source, config, per_client=per_client, curve=curve), run_id=rid,
+                     provenance=store.provenance(source))
+        return REUSED
+
+    def settle(cid: str) -> str | None:
+        """Store configuration ``cid`` (copied or computed) and say how; None while another worker computes it."""
         nonlocal snapshot
         config, rid = todo[cid], run_ids[cid]
         done, computed = snapshot
         if cid in done:
-            return True
-        if rid not in computed:
-            if not claims.acquire(rid):
-                return False
-            snapshot = done, computed = stored()  # another worker may have stored it since the last look
-            if cid in done:
-                claims.release(rid)
-                return True
+            return BY_OTHERS
         if rid in computed:
-            claims.release(rid)
-            store.append(_relabelled(store.read(), computed[rid], config, per_client=per_client, curve=curve),
-                         run_id=rid)
-            return True
-        stop = store.path.parent / STOP_FILE
-        if stop.exists():
-            claims.release(rid)
-            left = total - len(done & todo.keys())
-            raise SweepStopped(f"{desc}: stopped before {_label(config)}, as {stop} asks; {left} of {total} runs "
-                               "are not stored yet. Delete the file (fgl run does) and run again to resume.")
+            return copy(cid, computed[rid])
+        check_stop(config)
+        if not claims.acquire(rid):
+            return None
+        snapshot = done, computed = stored()  # another worker may have stored it since the last look
+        if cid in done or rid in computed:
+            claims.release(rid, stored=True)  # the run is in the store: its lock file can go
+            return BY_OTHERS if cid in done else copy(cid, computed[rid])
         bar.set_postfix_str(_label(config))
         checkpoint = RoundCheckpoint(store.path.parent / CHECKPOINT_FOLDER / f"{rid}.pt")
         start = time.perf_counter()
         rows = run(config, per_client=per_client, curve=curve, checkpoint=checkpoint)
         seconds = round(time.perf_counter() - start, 2)
-        store.append(rows, run_id=rid, seconds=seconds)
+        store.append(rows, run_id=rid, seconds=seconds, provenance=run_record(runtime.get_device(config.device)))
         checkpoint.clear()
-        claims.release(rid)
+        claims.release(rid, stored=True)
         snapshot = stored()
         log_computed(config, seconds)
-        return True
+        return COMPUTED
 
     snapshot = stored()
     waiting = [cid for cid in todo if cid not in snapshot[0]]
+    outcomes.update({cid: REUSED for cid in todo if cid in snapshot[0]})
     with tqdm(total=total, initial=total - len(waiting), desc=desc, disable=not progress) as bar, \
             RunClaims(store.path.parent / CLAIM_FOLDER) as claims:
         while waiting:
             left = []
             for cid in waiting:
-                if settle(cid):
-                    bar.update()
-                else:
+                outcome = settle(cid)
+                if outcome is None:
                     left.append(cid)
+                else:
+                    outcomes[cid] = outcome
+                    bar.update()
             if left:
                 bar.set_postfix_str(f"waiting for {len(left)} run(s) of other workers")
                 time.sleep(CLAIM_POLL_SECONDS)
                 snapshot = stored()
             waiting = left
+        counts = {kind: sum(o == kind for o in outcomes.values()) for kind in (COMPUTED, REUSED, BY_OTHERS)}
+        bar.set_postfix_str(log.finished(total=total, source=display_path(store.path), **counts))
     rows = store.read()
     wanted = {config_id(c) for c in configs}
-    return rows[rows["config_id"].isin(wanted)].reset_index(drop=True)
+    frame = rows[rows["config_id"].isin(wanted)].reset_index(drop=True)
+    frame.attrs["runs"] = {**counts, "total": total}
+    return frame
 
 
 def stored_rows(

@@ -1,28 +1,15 @@
 """Where things live: repository, data, mirror and outputs folders.
 
-Environment variables:
-
-* ``FGL_DATA``: dataset root (default ``~/.cache/fglcore/data``).
-* ``FGL_DATA_MIRROR``: an offline folder in PyG's raw layout (e.g.
-  ``../shared/data``) from which missing raw files are copied.
-* ``FGL_OUTPUT_ROOT``: where ``outputs/`` is written (default ``<repo>/outputs``).
-* ``FGL_VERIFY_CHECKSUMS=0``: skip the sha256 check of raw files (:mod:`fglcore.data.datasets`).
-* ``FGL_DOWNLOAD_TIMEOUT``: seconds PyG's downloads may wait on a connection (default 15).
-* ``FGL_THREADS``: torch threads (:func:`fglcore.runtime.set_threads`).
-* ``FGL_FLUSH_DENORMAL=0``: keep IEEE subnormal floats (:func:`fglcore.runtime.set_flush_denormal`).
+``FGL_DATA``, ``FGL_DATA_MIRROR`` and ``FGL_OUTPUT_ROOT`` move the data, the
+offline mirror and the outputs; they are read, with every other ``FGL_*``
+variable, by :mod:`fglcore.settings`.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-
-OFF_VALUES = ("0", "false", "no", "off")
-
-
-def env_switch(name: str) -> bool:
-    """A default-on switch: False when the variable ``name`` is ``0``/``false``/``no``/``off`` (any case)."""
-    return os.environ.get(name, "1").strip().lower() not in OFF_VALUES
+from fglcore.settings import setting
 
 
 def repo_root() -> Path:
@@ -31,15 +18,13 @@ def repo_root() -> Path:
 
 
 def data_root() -> Path:
-    root = os.environ.get("FGL_DATA") or Path.home() / ".cache" / "fglcore" / "data"
-    return Path(root).expanduser().resolve()
+    """``FGL_DATA`` (default ``~/.cache/fglcore/data``)."""
+    return setting("data") or (Path.home() / ".cache" / "fglcore" / "data").resolve()
 
 
 def mirror_root() -> Path | None:
-    mirror = os.environ.get("FGL_DATA_MIRROR")
-    if not mirror:
-        return None
-    return Path(mirror).expanduser().resolve()
+    """``FGL_DATA_MIRROR``, or ``None`` when unset."""
+    return setting("data_mirror")
 
 
 def cache_root() -> Path:
@@ -48,8 +33,8 @@ def cache_root() -> Path:
 
 
 def outputs_root() -> Path:
-    root = os.environ.get("FGL_OUTPUT_ROOT")
-    return Path(root).expanduser().resolve() if root else repo_root() / "outputs"
+    """``FGL_OUTPUT_ROOT`` (default ``<repo>/outputs``)."""
+    return setting("output_root") or repo_root() / "outputs"
 
 
 def notebooks_root() -> Path:

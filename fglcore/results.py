@@ -60,7 +60,6 @@ sweep resumes from the configurations already stored.
 """
 from __future__ import annotations
 
-import contextlib
 import datetime
 import hashlib
 import json
@@ -72,11 +71,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import pandas as pd
+from filelock import FileLock
 
-try:
-    import fcntl
-except ImportError:  # Windows
-    fcntl = None
+from fglcore.provenance import PROVENANCE_COLUMNS
 
 if TYPE_CHECKING:
     from fglcore.config import ExperimentConfig
@@ -274,8 +271,9 @@ def check_rows(rows: Sequence[Mapping[str, Any]]) -> None:
             )
 
 
-#: Columns of the run index beside a results file.
-INDEX_COLUMNS = ["config_id", "run_id", "seconds", "finished"]
+#: Columns of the run index beside a results file: the run, its cost, and how it was made
+#: (:data:`fglcore.provenance.PROVENANCE_COLUMNS`).
+INDEX_COLUMNS = ["config_id", "run_id", "seconds", "finished", *PROVENANCE_COLUMNS]
 
 
 class ResultStore:
@@ -287,16 +285,18 @@ class ResultStore:
     Rows of a ``config_id`` that is already stored **replace** the stored rows
     of that id (the newest run wins), so a configuration never has rows twice.
     Several processes may append to one store (two notebooks of a paper run
-    side by side): each read-modify-write holds an exclusive lock on
-    ``.<name>.lock`` beside the file (``fcntl``; where it is missing, as on
-    Windows, the store assumes one writer at a time).
+    side by side): each read-modify-write holds an exclusive
+    :class:`filelock.FileLock` on ``.<name>.lock`` beside the file.
 
     Beside the file, ``<stem>.runs.csv`` maps each ``config_id`` to its
     :func:`run_id` (written by :meth:`append` when given one), so a sweep can
     recognise a computation already stored under other labels. It also
-    records how long each run took (``seconds``, empty for a copied run) and
+    records how long each run took (``seconds``, empty for a copied run),
     when it was stored (``finished``, UTC), the measure of a long sweep's
-    cost that no single wall clock gives when it was interrupted and resumed.
+    cost that no single wall clock gives when it was interrupted and resumed,
+    and how it was made (:data:`fglcore.provenance.PROVENANCE_COLUMNS`:
+    device, torch and torch-geometric versions, git commit, switches in
+    force); entries written before a column existed read as ``""``.
     """
 
     def __init__(self, path: str | os.PathLike[str]):
@@ -312,7 +312,8 @@ class ResultStore:
         return dict(zip(index["config_id"], index["run_id"]))
 
     def run_log(self) -> pd.DataFrame:
-        """The index beside the file: ``config_id``, ``run_id``, ``seconds`` (float, NaN if copied), ``finished``."""
+        """The index beside the file (:data:`INDEX_COLUMNS`): ``config_id``, ``run_id``, ``seconds`` (float, NaN
+        if copied), ``finished`` and the provenance columns, strings (``""`` where an older index lacks them)."""
         if not self.index_path.exists():
             return pd.DataFrame({c: pd.Series(dtype=str) for c in INDEX_COLUMNS}).astype({"seconds": float})
         frame = pd.read_csv(self.index_path, dtype=str, keep_default_na=False)
@@ -321,6 +322,14 @@ class ResultStore:
                 frame[column] = ""
         frame = frame[INDEX_COLUMNS]
         return frame.assign(seconds=pd.to_numeric(frame["seconds"], errors="coerce"))
+
+    def provenance(self, config_id: str) -> dict[str, str]:
+        """How the stored run ``config_id`` was made (:data:`~fglcore.provenance.PROVENANCE_COLUMNS`; ``""`` unknown)."""
+        log = self.run_log()
+        entry = log[log["config_id"] == config_id]
+        if entry.empty:
+            return {column: "" for column in PROVENANCE_COLUMNS}
+        return {column: str(entry[column].iloc[-1]) for column in PROVENANCE_COLUMNS}
 
     def cost(self) -> pd.Series:
         """What the stored runs cost: runs computed and copied, compute hours, the wall hours during which
@@ -356,13 +365,19 @@ class ResultStore:
         return set(self.read()["config_id"])
 
     def append(self, rows: Iterable[Mapping[str, Any]], run_id: str | None = None,
-               seconds: float | None = None) -> None:
+               seconds: float | None = None, provenance: Mapping[str, str] | None = None) -> None:
         """Add ``rows``, replacing stored rows of the same ``config_id``s, and write the file atomically.
 
         ``run_id`` (of the configuration that produced the rows) is recorded in
         the index beside the file, after the rows themselves, with the run's
-        ``seconds`` (``None`` for rows copied from another run).
+        ``seconds`` (``None`` for rows copied from another run) and its
+        ``provenance`` (:func:`fglcore.provenance.run_record`; keys outside
+        :data:`~fglcore.provenance.PROVENANCE_COLUMNS` are refused).
         """
+        provenance = dict(provenance or {})
+        unknown = sorted(set(provenance) - set(PROVENANCE_COLUMNS))
+        if unknown:
+            raise ValueError(f"provenance: unknown column(s) {unknown}; accepted: {', '.join(PROVENANCE_COLUMNS)}")
         rows = list(rows)
         check_rows(rows)
         if not rows:
@@ -376,7 +391,8 @@ class ResultStore:
             if run_id is not None:
                 finished = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
                 entries = pd.DataFrame({"config_id": new["config_id"].unique()}).assign(
-                    run_id=run_id, seconds=seconds, finished=finished)
+                    run_id=run_id, seconds=seconds, finished=finished,
+                    **{column: str(provenance.get(column, "")) for column in PROVENANCE_COLUMNS})
                 index = self.run_log()
                 index = index[~index["config_id"].isin(entries["config_id"])]
                 write_csv_atomic(entries if index.empty else pd.concat([index, entries], ignore_index=True),
@@ -400,19 +416,10 @@ class ResultStore:
                 write_csv_atomic(index[~index["config_id"].isin(config_ids)], self.index_path)
         return len(stored) - len(kept)
 
-    @contextlib.contextmanager
-    def _exclusive(self):
-        """Hold the store's lock file (a no-op without ``fcntl``)."""
-        if fcntl is None:
-            yield
-            return
+    def _exclusive(self) -> FileLock:
+        """The store's lock (``.<name>.lock`` beside the file), held for each read-modify-write."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_name(f".{self.path.name}.lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        return FileLock(self.path.with_name(f".{self.path.name}.lock"), thread_local=False)
 
     def _write(self, frame: pd.DataFrame) -> None:
         write_csv_atomic(frame, self.path)

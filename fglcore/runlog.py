@@ -19,15 +19,32 @@ Runs on data of which no run is timed yet are priced at the mean size and
 counted in the line ("12 of them on data not timed yet"). ``fgl run``
 and ``fgl reproduce`` print the lines as they appear (:class:`LogFollower`);
 ``tail -f`` on the file does the same from another shell.
+
+A sweep ends with a line that says what it computed and what it reused
+(:meth:`SweepLog.finished`)::
+
+    2026-11-25 12:00:03  tour runs  56 runs: 0 computed, 56 reused from outputs/smoke/tour/results.csv  [pid 4242]
+
+"Reused" runs were in the store before the sweep looked (an earlier
+session, or the committed results) or are copies of a stored run with the
+same computation under other labels; "computed by other processes" were
+stored meanwhile by another sweep on the same file. :class:`RunTally` adds
+these lines up for ``fgl run`` and ``fgl reproduce``'s closing summary.
 """
 from __future__ import annotations
 
 import math
+import os
+import re
 import threading
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 from typing import Callable, Hashable, Iterable, Mapping, Sequence
+
+
+COMPUTED, REUSED, BY_OTHERS = "computed", "reused", "by_others"
+"""How a sweep settled each of its runs (:func:`fglcore.experiment.sweep`)."""
 
 
 def log_path(results_path: str | Path) -> Path:
@@ -119,6 +136,73 @@ class SweepLog:
         with open(self.path, "a", encoding="utf-8") as log:  # one short write: lines of parallel sweeps stay whole
             log.write(line + "\n")
         return line
+
+
+    def finished(self, *, total: int, computed: int, reused: int, by_others: int, source: str) -> str:
+        """Record the end of a sweep of ``total`` runs, with how many were ``computed`` here, ``reused`` from the
+        store at ``source`` and computed ``by_others`` (other processes on the same file); return the counts' text."""
+        counts = runs_summary(computed, reused, by_others, source)
+        stamp = datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+        with open(self.path, "a", encoding="utf-8") as log:
+            log.write(f"{stamp}  {self.desc}  {total} run{'s' if total != 1 else ''}: {counts}  [pid {os.getpid()}]\n")
+        return counts
+
+
+def runs_summary(computed: int, reused: int, by_others: int, source: str) -> str:
+    """``"3 computed, 53 reused from outputs/smoke/tour/results.csv"`` (and ``", 2 computed by other processes"``)."""
+    text = f"{computed} computed, {reused} reused from {source}"
+    return f"{text}, {by_others} computed by other processes" if by_others else text
+
+
+_FINISHED = re.compile(
+    r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d  (?P<desc>.+)  (?P<total>\d+) runs?: (?P<computed>\d+) computed, "
+    r"(?P<reused>\d+) reused from (?P<source>.+?)(?:, (?P<by_others>\d+) computed by other processes)?"
+    r"  \[pid (?P<pid>\d+)\]$")
+
+
+class RunTally:
+    """Adds up the closing lines of sweeps (:meth:`SweepLog.finished`) seen in progress logs.
+
+    Every run counts once: a run computed by any process counts as computed;
+    the others of a sweep as reused. Several processes sharing one
+    notebook's sweeps (``fgl run --workers``) each write a closing line for
+    the same sweep: lines of one results file with the same description and
+    size, the k-th of each process, are one sweep.
+    """
+
+    def __init__(self):
+        self._sweeps: dict[tuple, dict[str, int]] = {}
+        self._seen: dict[tuple, int] = defaultdict(int)
+
+    def add(self, line: str) -> None:
+        """Count ``line`` if it is a sweep's closing line (any prefix allowed); ignore it otherwise."""
+        found = _FINISHED.search(line)
+        if found is None:
+            return
+        key = (found["source"], found["desc"], int(found["total"]))
+        occurrence = self._seen[(*key, found["pid"])]
+        self._seen[(*key, found["pid"])] += 1
+        sweep = self._sweeps.setdefault((*key, occurrence), {"total": key[2], "computed": 0})
+        sweep["computed"] += int(found["computed"])
+
+    @property
+    def sweeps(self) -> int:
+        return len(self._sweeps)
+
+    def counts(self) -> tuple[int, int]:
+        """``(computed, reused)`` over every sweep seen."""
+        computed = sum(min(s["computed"], s["total"]) for s in self._sweeps.values())
+        return computed, sum(s["total"] for s in self._sweeps.values()) - computed
+
+    def summary(self) -> str:
+        """``"runs: 0 computed, 56 reused from outputs/smoke (5 sweeps)"``, or that no sweep ran."""
+        if not self._sweeps:
+            return "runs: none (no sweep ran)"
+        sources = sorted({source for source, *_ in self._sweeps})
+        where = sources[0] if len(sources) == 1 else os.path.commonpath(sources) or ", ".join(sources)
+        computed, reused = self.counts()
+        plural = "s" if self.sweeps > 1 else ""
+        return f"runs: {computed} computed, {reused} reused from {where} ({self.sweeps} sweep{plural})"
 
 
 class LogFollower:

@@ -7,7 +7,7 @@ import random
 import numpy as np
 import torch
 
-from fglcore.paths import env_switch
+from fglcore.settings import setting
 
 
 def set_seed(seed: int) -> None:
@@ -21,7 +21,7 @@ def set_seed(seed: int) -> None:
 
 def set_threads(num_threads: int | None = None) -> int:
     """Pin torch's intra-op thread count (``FGL_THREADS`` or all cores)."""
-    n = num_threads or int(os.environ.get("FGL_THREADS", 0)) or os.cpu_count() or 1
+    n = num_threads or setting("threads") or os.cpu_count() or 1
     torch.set_num_threads(n)
     return n
 
@@ -40,7 +40,7 @@ def set_flush_denormal(enabled: bool | None = None) -> bool:
     this option). Returns whether flushing is on (CPUs without SSE3 cannot).
     """
     if enabled is None:
-        enabled = env_switch("FGL_FLUSH_DENORMAL")
+        enabled = setting("flush_denormal")
     return bool(torch.set_flush_denormal(enabled)) and enabled
 
 

@@ -1,24 +1,15 @@
-"""Claims on runs: one holder at a time, stale claims taken over, released on exit."""
+"""Claims on runs: one holder at a time across processes, free at once when the holder dies, released on exit."""
 from __future__ import annotations
 
+import multiprocessing
 import os
-import socket
-import time
+import signal
 
 import pytest
 
-from fglcore import claims as claims_module
 from fglcore.claims import RunClaims
 
-
-def _claim_file(folder, run_id, owner, age=0.0):
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / run_id
-    path.write_text(owner)
-    if age:
-        past = time.time() - age
-        os.utime(path, (past, past))
-    return path
+fork = multiprocessing.get_context("fork")
 
 
 def test_a_run_has_one_holder_until_released(tmp_path):
@@ -26,58 +17,81 @@ def test_a_run_has_one_holder_until_released(tmp_path):
         assert first.acquire("run1") and first.acquire("run1")  # holding it twice is still holding it
         assert not second.acquire("run1") and second.held_by_other("run1") and not first.held_by_other("run1")
         second.release("run1")  # not second's to release: the claim stays
-        assert (tmp_path / "run1").read_text() == f"{socket.gethostname()} {os.getpid()}"
+        assert not second.acquire("run1")
         first.release("run1")
-        assert not (tmp_path / "run1").exists() and second.acquire("run1")
+        assert second.acquire("run1") and first.held_by_other("run1")
 
 
 def test_leaving_the_context_releases_every_claim(tmp_path):
     with RunClaims(tmp_path) as claims:
         assert claims.acquire("a") and claims.acquire("b")
-    assert sorted(os.listdir(tmp_path)) == []
+    with RunClaims(tmp_path) as other:
+        assert other.acquire("a") and other.acquire("b")
 
 
-def test_a_claim_of_a_finished_process_is_taken_over(tmp_path):
-    pid = os.getpid()
-    while True:  # a process id that no process has
-        pid += 1
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        except PermissionError:
-            continue
-    _claim_file(tmp_path, "run1", f"{socket.gethostname()} {pid}")
-    with RunClaims(tmp_path) as claims:
-        assert not claims.held_by_other("run1") and claims.acquire("run1")
-        assert (tmp_path / "run1").read_text().endswith(f" {os.getpid()}")
-    assert os.listdir(tmp_path) == []
+def test_a_stored_run_leaves_no_lock_file_and_a_given_up_one_an_unlocked_one(tmp_path):
+    with RunClaims(tmp_path) as claims, RunClaims(tmp_path) as other:
+        claims.acquire("stored")
+        claims.acquire("given-up")
+        claims.release("stored", stored=True)
+        claims.release("given-up")
+        assert sorted(os.listdir(tmp_path)) == ["given-up.lock"]
+        assert other.acquire("given-up") and other.acquire("stored")
 
 
-def test_a_claim_not_refreshed_for_too_long_is_stale(tmp_path):
-    _claim_file(tmp_path, "fresh", "another-host 1")
-    _claim_file(tmp_path, "old", "another-host 1", age=claims_module.STALE_SECONDS + 60)
-    with RunClaims(tmp_path) as claims:
-        assert claims.held_by_other("fresh") and not claims.acquire("fresh")
-        assert not claims.held_by_other("old") and claims.acquire("old")
+def _hold_until_killed(folder, run_id, ready):
+    claims = RunClaims(folder)
+    assert claims.acquire(run_id)
+    ready.set()
+    signal.pause()  # until killed
 
 
-def test_the_holder_refreshes_its_claims(tmp_path, monkeypatch):
-    monkeypatch.setattr(claims_module, "HEARTBEAT_SECONDS", 0.05)
-    with RunClaims(tmp_path) as claims:
-        claims.acquire("run1")
-        past = time.time() - 1000
-        os.utime(tmp_path / "run1", (past, past))
-        time.sleep(0.3)
-        assert time.time() - (tmp_path / "run1").stat().st_mtime < 10
+def test_a_claim_is_free_at_once_when_its_process_is_killed(tmp_path):
+    """kill -9 gives no chance to clean up: the operating system releases the lock, no heartbeat or timeout needed."""
+    ready = fork.Event()
+    holder = fork.Process(target=_hold_until_killed, args=(tmp_path, "run1", ready))
+    holder.start()
+    try:
+        assert ready.wait(30)
+        with RunClaims(tmp_path) as claims:
+            assert claims.held_by_other("run1") and not claims.acquire("run1") and claims.live_holders() == 2
+            os.kill(holder.pid, signal.SIGKILL)
+            holder.join(30)
+            assert holder.exitcode == -signal.SIGKILL
+            assert not claims.held_by_other("run1") and claims.acquire("run1") and claims.live_holders() == 1
+    finally:
+        if holder.is_alive():
+            holder.kill()
 
 
-def test_live_holders_counts_each_process_once(tmp_path):
-    _claim_file(tmp_path, "a", "another-host 1")
-    _claim_file(tmp_path, "b", "another-host 1")
-    _claim_file(tmp_path, "c", "third-host 7")
-    _claim_file(tmp_path, "d", "gone-host 9", age=claims_module.STALE_SECONDS + 60)
-    with RunClaims(tmp_path) as claims:
-        assert claims.live_holders() == 3  # two others and this process
-        claims.acquire("e")
-        assert claims.live_holders() == 3
+def _race(folder, start, results):
+    start.wait()
+    claims = RunClaims(folder)
+    won = [run_id for run_id in ("a", "b", "c") if claims.acquire(run_id)]
+    results.put(won)
+    start.wait()  # hold until every process has tried
+
+
+@pytest.mark.parametrize("processes", [4])
+def test_processes_racing_for_runs_get_each_run_once(tmp_path, processes):
+    start, results = fork.Barrier(processes), fork.Queue()
+    workers = [fork.Process(target=_race, args=(tmp_path, start, results)) for _ in range(processes)]
+    for worker in workers:
+        worker.start()
+    won = [results.get(timeout=30) for _ in workers]
+    for worker in workers:
+        worker.join(30)
+    assert sorted(run_id for runs in won for run_id in runs) == ["a", "b", "c"]
+
+
+def test_live_holders_counts_the_holders_computing_now(tmp_path):
+    with RunClaims(tmp_path) as me, RunClaims(tmp_path) as other, RunClaims(tmp_path) as third:
+        assert me.live_holders() == 1
+        other.acquire("a")
+        third.acquire("b")
+        assert me.live_holders() == 3
+        me.acquire("c")
+        assert me.live_holders() == 3  # itself once
+        other.release("a", stored=True)
+        third.release("b")  # given up: its unlocked file does not count
+        assert me.live_holders() == 1

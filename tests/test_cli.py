@@ -1,5 +1,6 @@
 """The fgl command: parameter validation fails fast with exit status 2 and a clear message."""
 import os
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -253,3 +254,61 @@ def test_stop_asks_the_sweeps_to_stop_and_the_next_start_withdraws_it(capsys, mo
     assert run_cli(capsys, "stop", "nopaper")[0] == 2
     status, text = run_cli(capsys, "stop", "--profile", "huge")
     assert status == 2 and "smoke, quick, full" in text
+
+
+def test_reproduce_says_what_it_computed_and_reused_and_fresh_recomputes_everything(capsys, monkeypatch, tmp_path):
+    """The closing lines count computed and reused runs; --fresh computes every run anew in a new folder."""
+    from fglcore import compare, experiment, paths
+    from fglcore.fl import Channel, RunResult
+    from fglcore.results import ResultStore, rows_from_result
+
+    computed, summaries = [], []
+
+    def fake_run(config, per_client=False, curve=False, checkpoint=None):  # a run without data
+        computed.append(config.seed)
+        return rows_from_result(config, RunResult([], 1, {"test_accuracy": 0.5}, [], Channel().ledger))
+
+    def execute(nb, profile, overrides=None, out_dir=None, *, progress=True):  # a notebook sweeping three runs
+        out = Path(out_dir) if out_dir else paths.output_dir(profile, "tour")
+        configs = experiment.grid({"dataset": "Cora", "num_clients": 3, "algorithm": "fedavg"}, seed=[0, 1, 2])
+        experiment.sweep(configs, out / "results.csv", progress=False, desc="tour runs")
+        return out / nb.name
+
+    monkeypatch.setattr(experiment, "run", fake_run)
+    monkeypatch.setattr(notebooks, "execute", execute)
+    monkeypatch.setattr(compare, "build_summary", lambda root: summaries.append(root) or [])
+    monkeypatch.setattr(paths, "outputs_root", lambda: tmp_path)
+
+    assert main(["reproduce", "tour", "--profile", "smoke"]) == 0
+    out = capsys.readouterr().out
+    assert "runs: 3 computed, 0 reused from outputs/smoke/tour/results.csv (1 sweep)" in out and "--fresh" not in out
+    assert "[tour] " in out and "tour runs  3 runs: 3 computed, 0 reused from outputs/smoke/tour/results.csv" in out
+
+    assert main(["reproduce", "tour", "--profile", "smoke"]) == 0
+    out = capsys.readouterr().out
+    assert "runs: 0 computed, 3 reused from outputs/smoke/tour/results.csv (1 sweep)" in out
+    assert "3 stored run(s) were reused, not recomputed; --fresh (make reproduce FRESH=1)" in out
+    assert computed == [0, 1, 2] and summaries == [tmp_path / "smoke"] * 2
+
+    assert main(["reproduce", "tour", "--profile", "smoke", "--fresh"]) == 0
+    out = capsys.readouterr().out
+    (fresh,) = tmp_path.glob("smoke-fresh-*")
+    assert f"--fresh: every run is computed anew into {fresh}" in out
+    assert f"runs: 3 computed, 0 reused from outputs/{fresh.name}/tour/results.csv (1 sweep)" in out
+    assert computed == [0, 1, 2, 0, 1, 2] and summaries[-1] == fresh
+    assert len(ResultStore(fresh / "tour" / "results.csv").done_ids()) == 3
+    assert len(ResultStore(tmp_path / "smoke" / "tour" / "results.csv").run_log()) == 3  # the old store untouched
+
+    assert main(["run", "notebooks/tour/fgl_basics.ipynb", "--profile", "smoke", "--fresh", "--out",
+                 str(fresh / "tour")]) == 2
+    assert "--fresh: " in capsys.readouterr().err and computed == [0, 1, 2, 0, 1, 2]
+    assert main(["run", str(paths.repo_root() / "notebooks/tour/fgl_basics.ipynb"), "--profile", "smoke", "--fresh",
+                 "--out", str(tmp_path / "mine")]) == 0
+    assert "runs: 3 computed, 0 reused from outputs/mine/results.csv (1 sweep)" in capsys.readouterr().out
+
+
+def test_a_bad_fgl_variable_exits_2_before_any_notebook_runs(capsys, monkeypatch):
+    monkeypatch.setattr(notebooks, "execute", lambda *a, **k: pytest.fail("a notebook ran"))
+    monkeypatch.setenv("FGL_FLUSH_DENORMAL", "maybe")
+    status, text = run_cli(capsys, "reproduce", "tour", "--profile", "smoke")
+    assert status == 2 and "FGL_FLUSH_DENORMAL='maybe' is not accepted; accepted: one of 1, true, yes, on" in text

@@ -184,10 +184,29 @@ def test_sweep_logs_each_computed_run_with_the_runs_left(fake_stack, tmp_path):
     table2 = {**BASE, "table": "2", "setting": "code"}
     experiment.sweep(experiment.grid(table2, seed=[0, 1, 2]), path, progress=False, desc="Table 2")
     lines = (tmp_path / "r.log").read_text().splitlines()
+    closing = [line for line in lines if "[pid " in line]
+    lines = [line for line in lines if "[pid " not in line]
     assert len(lines) == 3 and len(FakeAlgorithm.calls) == 3
     assert "  1/1  Cora fake_fast gcn seed=0  " in lines[0] and lines[0].endswith("last run")
     assert "  Table 2  2/3  Cora fake_fast [code] gcn seed=1  " in lines[1] and lines[1].endswith("of runs left")
     assert "  Table 2  3/3  Cora fake_fast [code] gcn seed=2  " in lines[2] and lines[2].endswith("last run")
+    assert len(closing) == 2 and f"  sweep  1 run: 1 computed, 0 reused from {path}  [pid {os.getpid()}]" in closing[0]
+    assert f"  Table 2  3 runs: 2 computed, 1 reused from {path}  [pid " in closing[1]
+
+
+def test_a_sweep_says_what_it_computed_and_what_it_reused(fake_stack, tmp_path, monkeypatch):
+    monkeypatch.setenv("FGL_OUTPUT_ROOT", str(tmp_path / "outputs"))
+    path = tmp_path / "outputs" / "smoke" / "toy" / "results.csv"
+    configs = experiment.grid(BASE, seed=[0, 1, 2])
+    first = experiment.sweep(configs[:2], path, progress=False, desc="part")
+    assert first.attrs["runs"] == {"computed": 2, "reused": 0, "by_others": 0, "total": 2}
+    again = experiment.sweep(configs, path, progress=False, desc="all")
+    assert again.attrs["runs"] == {"computed": 1, "reused": 2, "by_others": 0, "total": 3}
+    relabelled = experiment.sweep([c.replace(table="9") for c in configs], path, progress=False, desc="copies")
+    assert relabelled.attrs["runs"] == {"computed": 0, "reused": 3, "by_others": 0, "total": 3}
+    assert len(FakeAlgorithm.calls) == 3
+    last = (path.parent / "results.log").read_text().splitlines()[-1]
+    assert "  copies  3 runs: 0 computed, 3 reused from outputs/smoke/toy/results.csv  [pid " in last
 
 
 def test_a_copied_run_keeps_only_the_row_families_its_sweep_asks_for(fake_stack, tmp_path, monkeypatch):
@@ -292,7 +311,15 @@ def test_two_workers_share_one_sweep_and_return_the_same_rows(fake_stack, tmp_pa
     assert all(len(names) == 1 for names in computed_by.values())  # no run computed twice
     assert {names[0] for names in computed_by.values()} == {"A", "B"}  # both did a share
     assert frames["A"].equals(frames["B"]) and frames["A"]["config_id"].nunique() == len(configs)
-    assert not (tmp_path / ".claims").exists() or os.listdir(tmp_path / ".claims") == []
+    assert _claims_held(tmp_path) == []
+
+
+def _claims_held(folder) -> list[str]:
+    """The runs whose claims beside a results file in ``folder`` someone still holds."""
+    from fglcore.claims import RunClaims
+
+    claims = RunClaims(folder / ".claims")
+    return [p.stem for p in sorted((folder / ".claims").glob("*.lock")) if claims.held_by_other(p.stem)]
 
 
 def test_a_sweep_waits_for_a_run_another_worker_holds(fake_stack, tmp_path, monkeypatch):
@@ -338,10 +365,108 @@ def test_a_stop_request_ends_the_sweep_after_its_current_run_and_it_resumes(fake
     with pytest.raises(experiment.SweepStopped, match="4 of 6 runs are not stored yet"):
         experiment.sweep(configs, path, progress=False)
     assert ResultStore(path).done_ids() == {config_id(c) for c in configs[:2]}  # the run in progress was stored
-    assert not any((path.parent / ".claims").iterdir())  # no claim left behind for the next start
+    assert _claims_held(path.parent) == []  # no claim left behind for the next start
 
     assert experiment.withdraw_stop(path.parent) and not experiment.withdraw_stop(path.parent)
     FakeAlgorithm.calls = []
     experiment.sweep(configs, path, progress=False)
     assert FakeAlgorithm.calls == [(c.seed, c.lr) for c in configs[2:]]
     assert path.read_bytes() == straight.read_bytes()
+
+
+def test_a_sweep_records_how_each_run_was_made_and_a_copy_its_sources_record(fake_stack, tmp_path, monkeypatch):
+    from fglcore.provenance import PROVENANCE_COLUMNS
+
+    path = tmp_path / "r.csv"
+    monkeypatch.setenv("FGL_SPARSE_FEATURES", "0")
+    experiment.sweep([{**BASE, "table": "1"}], path, progress=False)
+    monkeypatch.setenv("FGL_SPARSE_FEATURES", "1")
+    experiment.sweep([{**BASE, "table": "2"}], path, progress=False)  # a copy of table 1's run
+    log = ResultStore(path).run_log()
+    assert len(log) == 2 and log["seconds"].notna().tolist() == [True, False]
+    computed, copied = (log.iloc[i][PROVENANCE_COLUMNS].to_dict() for i in (0, 1))
+    assert computed == copied  # the copy's numbers were made as the source's were
+    assert computed["sparse_features"] == "0" and computed["flush_denormal"] == "1"
+    assert computed["torch"] == torch.__version__ and computed["device"].startswith("cpu")
+    assert computed["threads"] == str(torch.get_num_threads()) and computed["git_commit"]
+
+
+def _sweep_until_killed(configs, path, ready):
+    original = FakeAlgorithm.run
+
+    def run(self, channel=None, checkpoint=None):
+        if len(FakeAlgorithm.calls) == 2:  # the third run: stop here until killed
+            ready.set()
+            import signal
+
+            signal.pause()
+        return original(self, channel, checkpoint)
+
+    FakeAlgorithm.run, FakeAlgorithm.calls = run, []
+    experiment.sweep(configs, path, progress=False)
+
+
+def test_a_sweep_killed_with_sigkill_loses_nothing_stored_and_frees_its_run(fake_stack, tmp_path):
+    """kill -9 in the middle of a run: the stored runs stay, the killed run's claim is free at once, and a new
+    sweep computes only what is missing, into the file an uninterrupted sweep writes."""
+    import multiprocessing
+    import signal
+
+    configs = experiment.grid(BASE, seed=range(4))
+    straight = tmp_path / "straight" / "r.csv"
+    experiment.sweep(configs, straight, progress=False)
+
+    path = tmp_path / "killed" / "r.csv"
+    fork = multiprocessing.get_context("fork")
+    ready = fork.Event()
+    worker = fork.Process(target=_sweep_until_killed, args=(configs, path, ready))
+    worker.start()
+    try:
+        assert ready.wait(30)
+        from fglcore.claims import RunClaims
+
+        assert RunClaims(path.parent / ".claims").held_by_other(experiment.run_id(configs[2]))
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.join(30)
+    finally:
+        if worker.is_alive():
+            worker.kill()
+    assert ResultStore(path).done_ids() == {config_id(c) for c in configs[:2]}
+    FakeAlgorithm.calls = []
+    frame = experiment.sweep(configs, path, progress=False)
+    assert FakeAlgorithm.calls == [(c.seed, c.lr) for c in configs[2:]]  # no waiting on the dead worker's claim
+    assert frame.attrs["runs"] == {"computed": 2, "reused": 2, "by_others": 0, "total": 4}
+    assert path.read_bytes() == straight.read_bytes()
+
+
+def _sweep_in_a_process(configs, path, counts):
+    original = FakeAlgorithm.run
+
+    def slow_run(self, channel=None, checkpoint=None):
+        time.sleep(0.05)
+        return original(self, channel, checkpoint)
+
+    FakeAlgorithm.run, FakeAlgorithm.calls = slow_run, []
+    frame = experiment.sweep(configs, path, progress=False)
+    counts.put((frame.attrs["runs"], sorted(seed for seed, _ in FakeAlgorithm.calls), len(frame)))
+
+
+def test_processes_sharing_a_sweep_compute_each_run_once(fake_stack, tmp_path, monkeypatch):
+    import multiprocessing
+
+    monkeypatch.setattr(experiment, "CLAIM_POLL_SECONDS", 0.05)
+    configs = experiment.grid(BASE, seed=range(8))
+    path = tmp_path / "r.csv"
+    fork = multiprocessing.get_context("fork")
+    counts = fork.Queue()
+    workers = [fork.Process(target=_sweep_in_a_process, args=(configs, path, counts)) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    (first, seeds_a, rows_a), (second, seeds_b, rows_b) = counts.get(timeout=60), counts.get(timeout=60)
+    for worker in workers:
+        worker.join(30)
+    assert sorted(seeds_a + seeds_b) == list(range(8))  # every run computed, none twice
+    assert first["computed"] + second["computed"] == 8 and rows_a == rows_b
+    assert first["computed"] + first["by_others"] + first["reused"] == 8
+    log = ResultStore(path).run_log()
+    assert len(log) == 8 and log["seconds"].notna().all() and _claims_held(tmp_path) == []

@@ -1,4 +1,4 @@
-"""The C kernels of fglcore.native compute what their PyTorch expressions compute, bit for bit."""
+"""The optional C kernel of fglcore.native computes what its PyTorch expressions compute, bit for bit."""
 import shutil
 import warnings
 
@@ -6,109 +6,55 @@ import pytest
 import torch
 
 from fglcore import native
-from fglcore.models import dropout as dropout_module
 
 needs_compiler = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
                                     reason="no C compiler on this machine")
 
 
-@needs_compiler
-def test_the_dropout_kernel_compiles_and_passes_its_probe():
-    assert native.library("dropout") is not None
-    assert dropout_module.native_matches_rand()
-
-
-@needs_compiler
-@pytest.mark.parametrize("offset", [0, 1, 311, 623, 624, 625, 1247])
-@pytest.mark.parametrize("numel, p", [(1, 0.5), (311, 0.5), (312, 0.1), (5000, 0.5), (4097, 0.3), (20000, 0.9)])
-def test_native_noise_is_torch_rands_mask_from_any_generator_position(offset, numel, p):
-    """Single float32 draws move the generator by one word, so every offset within and across twists is reached."""
-    torch.manual_seed(2024)
-    torch.rand(offset)
-    expected = (torch.rand(numel, dtype=torch.float64) < 1 - p).float().div_(1 - p)
-    after_expected = torch.rand(7)
-    torch.manual_seed(2024)
-    torch.rand(offset)
-    got = dropout_module.dropout_noise(torch.Size([numel]), p)
-    assert torch.equal(got, expected)
-    assert torch.equal(torch.rand(7), after_expected)
-
-
-@needs_compiler
-def test_native_dropout_equals_F_dropout_values_gradients_and_generator_state():
-    x = torch.randn(300, 64, requires_grad=True)
-    for p in (0.5, 0.2):
-        torch.manual_seed(3)
-        expected = torch.nn.functional.dropout(x, p, True)
-        (grad_expected,) = torch.autograd.grad((expected * expected).sum(), x)
-        after_expected = torch.randn(5)
-        torch.manual_seed(3)
-        got = dropout_module.dropout(x, p, True)
-        (grad_got,) = torch.autograd.grad((got * got).sum(), x)
-        assert torch.equal(got, expected) and torch.equal(grad_got, grad_expected)
-        assert torch.equal(torch.randn(5), after_expected)
-
-
 def _reload_native(monkeypatch, **environment):
+    from fglcore.models import operators
+
     for key, value in environment.items():
         monkeypatch.setenv(key, value)
     native.library.cache_clear()
-    dropout_module.native_matches_rand.cache_clear()
+    operators.native_matches.cache_clear()
 
 
-def test_without_native_kernels_dropout_still_equals_F_dropout(monkeypatch, tmp_path):
-    x = torch.randn(50, 8)
+def test_without_the_native_kernel_products_are_pytorchs(monkeypatch, tmp_path):
+    """FGL_NATIVE=0, or no working compiler: no library, a warning for the latter, and the PyTorch expressions."""
+    from fglcore.models import operators
+
+    matrix = (torch.rand(30, 20) * (torch.rand(30, 20) < 0.3)).to_sparse_csr()
+    x = torch.randn(20, 4)
     try:
-        _reload_native(monkeypatch, FGL_NATIVE="0")
-        assert native.library("dropout") is None and not dropout_module.native_matches_rand()
-        torch.manual_seed(5)
-        expected = torch.nn.functional.dropout(x, 0.5, True)
-        torch.manual_seed(5)
-        assert torch.equal(dropout_module.dropout(x, 0.5, True), expected)
+        _reload_native(monkeypatch, FGL_NATIVE="OFF")  # any case
+        assert native.library("spmm") is None and not operators.native_matches(operators.FUSED)
+        assert torch.equal(operators.spmm(matrix, x), torch.sparse.mm(matrix, x, "sum"))
 
-        _reload_native(monkeypatch, FGL_NATIVE="1", CC=str(tmp_path / "no-such-compiler"),
-                       FGL_NATIVE_CACHE=str(tmp_path / "cache"))
+        _reload_native(monkeypatch, FGL_NATIVE="1", CC=str(tmp_path / "no-such-compiler"), FGL_DATA=str(tmp_path))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            assert native.library("dropout") is None
-        assert any("dropout.c not available" in str(w.message) for w in caught)
-        torch.manual_seed(5)
-        assert torch.equal(dropout_module.dropout(x, 0.5, True), expected)
+            assert native.library("spmm") is None
+        assert any("spmm.c not available" in str(w.message) for w in caught)
+        assert torch.equal(operators.propagate(matrix, x), operators.scatter_sum(matrix, x))
     finally:
         monkeypatch.undo()
         _reload_native(monkeypatch)
 
 
+def test_a_bad_native_switch_is_an_error_naming_the_variable(monkeypatch):
+    monkeypatch.setenv("FGL_NATIVE", "sometimes")
+    with pytest.raises(ValueError, match="FGL_NATIVE='sometimes' is not accepted; accepted: one of 1, true"):
+        native.enabled()
+
+
+def test_the_compiled_kernel_is_cached_beside_the_data(monkeypatch, tmp_path):
+    monkeypatch.setenv("FGL_DATA", str(tmp_path))
+    assert native._cache_folder() == tmp_path.resolve() / "_fglcore_cache" / "native"
+
+
 def _bits(t):
     return t.detach().contiguous().view(torch.int32)
-
-
-@needs_compiler
-@pytest.mark.parametrize("p", [0.5, 0.3])
-def test_fused_relu_dropout_equals_F_dropout_of_F_relu_bit_for_bit(p):
-    """Values, gradients (signed zeros and NaNs included) and the generator state after."""
-    h = torch.randn(1000, 70)
-    h.view(-1)[:6] = torch.tensor([0.0, -0.0, float("nan"), float("inf"), -float("inf"), -1e-30])
-    grad = torch.randn(1000, 70)
-    grad.view(-1)[6:9] = torch.tensor([float("nan"), -0.0, float("inf")])
-    results = []
-    for fused in (False, True):
-        x = h.clone().requires_grad_()
-        torch.manual_seed(11)
-        torch.rand(5)
-        out = dropout_module.relu_dropout(x, p, True) if fused else torch.nn.functional.dropout(
-            torch.nn.functional.relu(x), p, True)
-        out.backward(grad)
-        results.append((_bits(out), _bits(x.grad), torch.rand(9)))
-    (out_plain, grad_plain, after_plain), (out_fused, grad_fused, after_fused) = results
-    assert torch.equal(out_fused, out_plain)
-    assert torch.equal(grad_fused, grad_plain)
-    assert torch.equal(after_fused, after_plain)
-
-
-def test_relu_dropout_in_evaluation_is_relu():
-    h = torch.randn(20, 3)
-    assert torch.equal(dropout_module.relu_dropout(h, 0.5, False), torch.relu(h))
 
 
 @needs_compiler

@@ -10,6 +10,7 @@ import torch
 
 from fglcore.config import ExperimentConfig
 from fglcore.fl import Channel, RunResult
+from fglcore.provenance import PROVENANCE_COLUMNS, run_record
 from fglcore.results import RESULT_COLUMNS, ResultStore, config_id, rows_from_result, summarize
 
 
@@ -190,13 +191,65 @@ def test_the_run_index_records_seconds_and_reads_old_indexes(tmp_path):
     store.append(rows_for(make_config(seed=0), 0.5), run_id="a" * 16, seconds=12.5)
     store.append(rows_for(make_config(seed=1), 0.6), run_id="a" * 16)  # a copy: no seconds of its own
     log = store.run_log()
-    assert list(log.columns) == ["config_id", "run_id", "seconds", "finished"]
+    assert list(log.columns) == ["config_id", "run_id", "seconds", "finished", *PROVENANCE_COLUMNS]
     assert log["seconds"].iloc[0] == 12.5 and math.isnan(log["seconds"].iloc[1])
     assert log["finished"].str.endswith("+00:00").all()
     cost = store.cost()
     assert (cost["runs computed"], cost["runs copied"], cost["compute hours"]) == (1, 1, round(12.5 / 3600, 2))
     store.index_path.write_text("config_id,run_id\n" + f"{'b' * 16},{'c' * 16}\n")  # written by an older version
     assert store.run_ids() == {"b" * 16: "c" * 16} and math.isnan(store.run_log()["seconds"].iloc[0])
+    assert (store.run_log()[PROVENANCE_COLUMNS] == "").all(axis=None)
+
+
+def test_the_run_index_records_how_each_run_was_made_and_reads_indexes_without_it(tmp_path):
+    store = ResultStore(tmp_path / "results.csv")
+    old, new = make_config(seed=0), make_config(seed=1)
+    # An index of the previous version: timing, no provenance.
+    store.append(rows_for(old, 0.5))
+    store.index_path.write_text(f"config_id,run_id,seconds,finished\n{config_id(old)},{'a' * 16},3.0,"
+                                "2026-11-24T10:00:00+00:00\n")
+    record = run_record("cpu")
+    store.append(rows_for(new, 0.6), run_id="b" * 16, seconds=1.0, provenance=record)
+    log = store.run_log().set_index("config_id")
+    assert log.loc[config_id(old), PROVENANCE_COLUMNS].tolist() == [""] * len(PROVENANCE_COLUMNS)
+    assert log.loc[config_id(new), PROVENANCE_COLUMNS].to_dict() == record
+    assert log.loc[config_id(old), "seconds"] == 3.0 and log.loc[config_id(new), "seconds"] == 1.0
+    assert store.provenance(config_id(new)) == record and store.provenance("never-stored")["torch"] == ""
+    assert record["torch"] == torch.__version__ and record["device"].startswith("cpu")
+    assert {"flush_denormal", "sparse_features", "graph_fast", "native", "threads"} <= set(record)
+    with pytest.raises(ValueError, match="unknown column\\(s\\) \\['colour'\\]"):
+        store.append(rows_for(new, 0.6), run_id="b" * 16, provenance={"colour": "red"})
+
+
+def test_the_git_commit_is_recorded_dirty_or_unknown_never_an_error(tmp_path):
+    import subprocess
+
+    from fglcore.provenance import UNKNOWN, git_commit
+
+    assert git_commit(tmp_path) == UNKNOWN  # not a checkout
+    repo = tmp_path / "repo"
+    (repo / "outputs").mkdir(parents=True)
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+    try:
+        git("init", "-q")
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("git is not available")
+    (repo / "code.py").write_text("x = 1\n")
+    (repo / "outputs" / "results.csv").write_text("a\n1\n")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    head = git("rev-parse", "HEAD")
+    assert git_commit(repo) == head
+    (repo / "outputs" / "results.csv").write_text("a\n2\n")  # runs rewrite outputs: not a code change
+    git_commit.cache_clear()
+    assert git_commit(repo) == head
+    (repo / "code.py").write_text("x = 2\n")
+    git_commit.cache_clear()
+    assert git_commit(repo) == f"{head}-dirty"
+    git_commit.cache_clear()
 
 
 def test_wall_hours_count_overlapping_runs_once_and_idle_gaps_not_at_all():
@@ -238,3 +291,13 @@ def test_atomic_writes_give_the_file_the_mode_open_would(tmp_path):
     finally:
         os.umask(mask)
     assert stat.S_IMODE((tmp_path / "t.csv").stat().st_mode) == 0o644  # not mkstemp's 0600
+
+
+def test_the_device_is_recorded_with_what_it_is(monkeypatch):
+    from fglcore import provenance
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index: f"Accelerator {index}")
+    assert provenance.describe_device("cuda") == "cuda:0 (Accelerator 0)"
+    assert provenance.describe_device(torch.device("cuda", 1)) == "cuda:1 (Accelerator 1)"
+    assert provenance.describe_device("cpu").startswith("cpu")

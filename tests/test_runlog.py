@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from fglcore.runlog import LogFollower, SweepLog, expected_seconds, format_hours, log_path
+from fglcore.runlog import LogFollower, RunTally, SweepLog, expected_seconds, format_hours, log_path
 
 
 def test_log_path_sits_beside_the_results_file(tmp_path):
@@ -59,3 +59,37 @@ def test_follower_prints_new_complete_lines_with_their_prefix(tmp_path):
         with open(old, "a") as f:
             f.write("ne\n")
     assert seen[-1] == "[fedspray] half a line"  # the last poll happens on leaving the block
+
+
+def _closing(desc, total, computed, reused, others, pid, source="outputs/smoke/tour/results.csv"):
+    extra = f", {others} computed by other processes" if others else ""
+    return (f"[tour] 2026-11-25 12:00:00  {desc}  {total} runs: {computed} computed, {reused} reused from "
+            f"{source}{extra}  [pid {pid}]")
+
+
+def test_a_sweep_ends_with_a_line_of_what_it_computed_and_reused(tmp_path):
+    log = SweepLog(tmp_path / "results.csv", "Table 2")
+    assert log.finished(total=1, computed=1, reused=0, by_others=0, source="r.csv") == "1 computed, 0 reused from r.csv"
+    assert log.finished(total=5, computed=1, reused=2, by_others=2, source="r.csv") == (
+        "1 computed, 2 reused from r.csv, 2 computed by other processes")
+    lines = log.path.read_text().splitlines()
+    assert lines[0].endswith("  Table 2  1 run: 1 computed, 0 reused from r.csv  [pid " + str(__import__("os").getpid()) + "]")
+    tally = RunTally()
+    for line in lines:
+        tally.add(line)
+    assert tally.counts() == (1 + 1, 0 + 4) and tally.sweeps == 2
+
+
+def test_the_tally_counts_each_run_once_across_sweeps_and_workers():
+    tally = RunTally()
+    assert tally.summary() == "runs: none (no sweep ran)"
+    tally.add("[tour] 2026-11-25 12:00:00  tour runs  3/56  Cora fedavg gcn seed=0  5 s  about 2 min of runs left")
+    assert tally.sweeps == 0  # a progress line is not a closing line
+    # one notebook on two workers: both close the same two sweeps ("Table 2" twice, as a notebook may name them)
+    for pid in (11, 12):
+        computed = {11: (3, 1), 12: (1, 0)}[pid]
+        tally.add(_closing("Table 2", 4, computed[0], 4 - computed[0] - (4 - sum(computed)), 4 - sum(computed), pid))
+        tally.add(_closing("Table 2", 4, computed[1], 4 - computed[1], 0, pid))
+    tally.add(_closing("Figure 1(a)", 6, 0, 6, 0, 11, source="outputs/smoke/fedstar/results.csv"))
+    assert tally.counts() == (4 + 1, 0 + 3 + 6) and tally.sweeps == 3
+    assert tally.summary() == "runs: 5 computed, 9 reused from outputs/smoke (3 sweeps)"

@@ -54,8 +54,12 @@ def test_the_switch_turns_registration_off(monkeypatch):
     monkeypatch.setenv(SPARSE_ENV, "0")
     assert not sparse_features_enabled()
     assert not is_registered(constant_features(bag_of_words()))
+    monkeypatch.setenv(SPARSE_ENV, "No")  # every spelling of a switch, any case
+    assert not sparse_features_enabled()
     monkeypatch.setenv(SPARSE_ENV, "yes")
-    with pytest.raises(ValueError, match=SPARSE_ENV):
+    assert sparse_features_enabled()
+    monkeypatch.setenv(SPARSE_ENV, "sparse")
+    with pytest.raises(ValueError, match=f"{SPARSE_ENV}='sparse' is not accepted"):
         sparse_features_enabled()
 
 

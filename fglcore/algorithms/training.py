@@ -34,7 +34,6 @@ added to the loss. FedProx's proximal term is one.
 from __future__ import annotations
 
 import math
-import os
 import warnings
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -49,20 +48,16 @@ from fglcore.config import ExperimentConfig
 from fglcore.metrics import Prediction, minority_mask
 from fglcore.models.operators import GCN, SUM, GraphOperators, SparseOperator, required_operators
 from fglcore.models.sparse_input import accept_constant_features, constant_features
+from fglcore.settings import SETTINGS, setting
 
 ExtraLoss = Callable[[Tensor], Tensor]
 EVAL_SPLITS = ("val", "test")
-FAST_ENV = "FGL_GRAPH_FAST"
+FAST_ENV = SETTINGS["graph_fast"].variable
 
 
 def fast_graph_default() -> bool:
-    """Whether graph trainers use sparse operators by default: ``FGL_GRAPH_FAST`` (``1``, the default, or ``0``)."""
-    value = os.environ.get(FAST_ENV, "1").strip().lower()
-    if value in ("1", "true", "yes", "on", ""):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"{FAST_ENV}={value!r} is not accepted; accepted: 1 or 0")
+    """Whether graph trainers use sparse operators by default: ``FGL_GRAPH_FAST`` (default on; :mod:`fglcore.settings`)."""
+    return setting("graph_fast")
 
 
 def make_optimizer(parameters: Iterable[nn.Parameter], config: ExperimentConfig) -> torch.optim.Optimizer:

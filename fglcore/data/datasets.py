@@ -71,8 +71,9 @@ from filelock import FileLock
 from torch_geometric.data import Data, InMemoryDataset
 
 from fglcore.config import ConfigError
-from fglcore.paths import data_root, env_switch, mirror_root
+from fglcore.paths import data_root, mirror_root
 from fglcore.registry import Registry, UnknownNameError
+from fglcore.settings import SETTINGS, setting
 
 TASKS = ("node", "graph")
 TASK_NAMES = {"node": "node-classification", "graph": "graph-classification"}
@@ -86,7 +87,7 @@ STATUSES = ("present", "mirror", "missing")
 CHECKSUMS_FILE = Path(__file__).with_name("checksums.json")
 VERIFIED_MARKER = ".fglcore_sha256_verified.json"
 LOCK_FILE = ".fglcore.lock"
-DEFAULT_DOWNLOAD_TIMEOUT_S = 15.0
+DEFAULT_DOWNLOAD_TIMEOUT_S: float = SETTINGS["download_timeout"].default
 
 # Rebuilt mirror files whose bytes are confirmed identical to the original
 # (git blob id equal to the canonical repository's, and for the later five a
@@ -750,7 +751,7 @@ def data_checksum(data: Data) -> str:
 
 def checksums_enabled() -> bool:
     """False when ``FGL_VERIFY_CHECKSUMS`` is ``0``/``false``/``no``/``off``."""
-    return env_switch("FGL_VERIFY_CHECKSUMS")
+    return setting("verify_checksums")
 
 
 @functools.lru_cache(maxsize=1)
@@ -858,14 +859,8 @@ def _drop_processed(spec: DatasetSpec) -> None:
 
 
 def _download_timeout() -> float:
-    value = os.environ.get("FGL_DOWNLOAD_TIMEOUT", str(DEFAULT_DOWNLOAD_TIMEOUT_S))
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise ValueError(f"FGL_DOWNLOAD_TIMEOUT must be a number of seconds, got {value!r}") from None
-    if seconds <= 0:
-        raise ValueError(f"FGL_DOWNLOAD_TIMEOUT must be positive, got {value!r}")
-    return seconds
+    """``FGL_DOWNLOAD_TIMEOUT`` (:mod:`fglcore.settings`, default :data:`DEFAULT_DOWNLOAD_TIMEOUT_S`)."""
+    return setting("download_timeout")
 
 
 @contextlib.contextmanager

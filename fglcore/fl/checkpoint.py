@@ -28,21 +28,16 @@ from typing import Any
 import numpy as np
 import torch
 
-CHECKPOINT_ENV = "FGL_CHECKPOINT_SECONDS"
+from fglcore.settings import SETTINGS, setting
+
+CHECKPOINT_ENV = SETTINGS["checkpoint_seconds"].variable
 #: Default seconds between two checkpoints of one run: short runs never write one.
-DEFAULT_EVERY_SECONDS = 600.0
+DEFAULT_EVERY_SECONDS: float = SETTINGS["checkpoint_seconds"].default
 
 
 def checkpoint_interval() -> float:
-    """Seconds between checkpoints: ``FGL_CHECKPOINT_SECONDS`` (default 600; 0 saves every round)."""
-    text = os.environ.get(CHECKPOINT_ENV, str(DEFAULT_EVERY_SECONDS)).strip()
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if value < 0:
-        raise ValueError(f"{CHECKPOINT_ENV}={text!r}: expected a number of seconds >= 0")
-    return value
+    """Seconds between checkpoints: ``FGL_CHECKPOINT_SECONDS`` (default 600; 0 saves every round; :mod:`fglcore.settings`)."""
+    return setting("checkpoint_seconds")
 
 
 def rng_state() -> dict[str, Any]:

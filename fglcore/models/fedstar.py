@@ -45,7 +45,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GCNConv, GINConv, SAGEConv, global_add_pool
 
-from fglcore.models.dropout import relu_dropout
 from fglcore.models.gin import gin_mlp
 from fglcore.models.operators import GraphOperators, apply_conv
 from fglcore.models.utils import reset_children
@@ -171,15 +170,13 @@ class FeatureStructureGNN(nn.Module):
         """``(h^(L), g^(L))``: the feature and structure embeddings of every node after the last layer.
 
         ``edge_index`` may also be a batch's sparse operators
-        (:class:`~fglcore.models.operators.GraphOperators`, the trainers' fast path: CSR products
-        and ``dropout(relu(.))`` in one pass with the same masks, :func:`~fglcore.models.dropout.relu_dropout`).
+        (:class:`~fglcore.models.operators.GraphOperators`, the trainers' fast path: CSR products).
         """
-        fast = isinstance(edge_index, GraphOperators)
         h = self.feature_encoder(x)
         g = self.structure_encoder(s)
         for feature_conv, structure_conv in zip(self.feature_convs, self.structure_convs):
             h = apply_conv(feature_conv, torch.cat([h, g], dim=-1), edge_index)
-            h = relu_dropout(h, self.dropout, self.training) if fast else F.dropout(F.relu(h), self.dropout, self.training)
+            h = F.dropout(F.relu(h), self.dropout, self.training)
             g = torch.tanh(apply_conv(structure_conv, g, edge_index))
         return h, g
 

@@ -13,7 +13,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import global_add_pool, global_mean_pool
 
-from fglcore.models.dropout import relu_dropout
 from fglcore.models.operators import GraphOperators, apply_conv
 from fglcore.models.utils import reset_children
 
@@ -89,14 +88,11 @@ class GraphClassifier(nn.Module):
 
         ``edge_index`` may also be a batch's sparse operators
         (:class:`~fglcore.models.operators.GraphOperators`): the same layers
-        computed as CSR products (:func:`~fglcore.models.operators.apply_conv`)
-        and ``dropout(relu(.))`` in one pass with the same masks (:func:`~fglcore.models.dropout.relu_dropout`).
+        computed as CSR products (:func:`~fglcore.models.operators.apply_conv`).
         """
-        fast = isinstance(edge_index, GraphOperators)
         x = self.input_encoder(x)
         for conv in self.convs:
-            h = apply_conv(conv, x, edge_index)
-            x = relu_dropout(h, self.dropout, self.training) if fast else F.dropout(F.relu(h), self.dropout, self.training)
+            x = F.dropout(F.relu(apply_conv(conv, x, edge_index)), self.dropout, self.training)
         return x
 
     def forward(self, x: Tensor, edge_index: Tensor | GraphOperators, batch: Tensor | None = None) -> Tensor:

@@ -32,7 +32,6 @@ relative), like results on two BLAS builds. Runs stay deterministic.
 """
 from __future__ import annotations
 
-import os
 import warnings
 import weakref
 from typing import Callable
@@ -44,8 +43,9 @@ from torch.utils.weak import WeakIdKeyDictionary
 from torch_geometric.nn.dense.linear import Linear as PyGLinear
 
 from fglcore.models.operators import spmm, transposed
+from fglcore.settings import SETTINGS, setting
 
-SPARSE_ENV = "FGL_SPARSE_FEATURES"
+SPARSE_ENV = SETTINGS["sparse_features"].variable
 
 #: Densest feature matrix kept in sparse form; past about 10% the dense product is as fast.
 MAX_DENSITY = 0.05
@@ -54,11 +54,8 @@ _REGISTERED: WeakIdKeyDictionary = WeakIdKeyDictionary()
 
 
 def sparse_features_enabled() -> bool:
-    """Whether :func:`constant_features` registers anything: ``FGL_SPARSE_FEATURES`` (``1``, the default, or ``0``)."""
-    value = os.environ.get(SPARSE_ENV, "1").strip()
-    if value not in ("0", "1"):
-        raise ValueError(f"{SPARSE_ENV}={value!r}: use 1 (sparse first layers, the default) or 0 (dense)")
-    return value == "1"
+    """Whether :func:`constant_features` registers anything: ``FGL_SPARSE_FEATURES`` (default on; :mod:`fglcore.settings`)."""
+    return setting("sparse_features")
 
 
 def _csr(matrix: Tensor) -> Tensor:

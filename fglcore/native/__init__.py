@@ -1,14 +1,16 @@
-"""Small C kernels, compiled on first use with the system's C compiler and loaded with :mod:`ctypes`.
+"""Optional C kernels, compiled on first use with the system's C compiler and loaded with :mod:`ctypes`.
 
-Each kernel computes exactly what a PyTorch expression computes (the tests
-compare them bit for bit), only faster; when no compiler is found, the
-compilation fails or ``FGL_NATIVE=0`` is set, :func:`library` returns
-``None`` and callers use the PyTorch expression. Nothing here needs PyTorch's
-headers: the kernels take raw pointers.
+An accelerator, never the reference: each kernel computes exactly what a
+PyTorch expression computes (its caller probes that once, bit for bit,
+before using it: :func:`fglcore.models.operators.native_matches`), only
+faster; when no compiler is found, the compilation fails or ``FGL_NATIVE=0``
+is set (:mod:`fglcore.settings`), :func:`library` returns ``None`` and
+callers use the PyTorch expression. The kernels take raw pointers to tensor
+data and depend on no PyTorch internals or headers.
 
-The shared library is cached under ``$FGL_NATIVE_CACHE`` (default
-``~/.cache/fglcore/native``), keyed by the source, the compiler flags, the
-machine and its CPU flags, because it is built with ``-march=native``.
+The shared library is cached in ``native/`` of :func:`fglcore.paths.cache_root`
+(beside the data, ``FGL_DATA``), keyed by the source, the compiler flags,
+the machine and its CPU flags, because it is built with ``-march=native``.
 """
 from __future__ import annotations
 
@@ -23,14 +25,12 @@ import tempfile
 import warnings
 from pathlib import Path
 
-_POINTER, _SIZE, _FLOAT, _INT64, _UINT64 = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_float, ctypes.c_int64, ctypes.c_uint64
+from fglcore.paths import cache_root
+from fglcore.settings import setting
+
+_POINTER, _INT64 = ctypes.c_void_p, ctypes.c_int64
 
 SIGNATURES: dict[str, dict[str, tuple[list, type | None]]] = {
-    "dropout": {
-        "dropout_noise": ([_POINTER, _POINTER, _SIZE, _UINT64, _FLOAT], ctypes.c_int),
-        "relu_dropout_forward": ([_POINTER, _POINTER, _POINTER, _POINTER, _SIZE, _UINT64, _FLOAT], ctypes.c_int),
-        "relu_dropout_backward": ([_POINTER, _POINTER, _POINTER, _SIZE, _FLOAT], None),
-    },
     "spmm": {
         "csr_spmm_sum": ([_POINTER] * 7 + [_INT64] * 2, None),
         "csr_spmm_sum_unfused": ([_POINTER] * 7 + [_INT64] * 2, None),
@@ -44,7 +44,7 @@ FLAGS = ("-O3", "-march=native", "-shared", "-fPIC", "-std=c99", "-fno-math-errn
 
 def enabled() -> bool:
     """Whether native kernels may be used (``FGL_NATIVE``, default on)."""
-    return os.environ.get("FGL_NATIVE", "1") not in ("0", "false", "no", "off")
+    return setting("native")
 
 
 def _cpu_flags() -> str:
@@ -58,7 +58,7 @@ def _cpu_flags() -> str:
 
 
 def _cache_folder() -> Path:
-    return Path(os.environ.get("FGL_NATIVE_CACHE") or Path.home() / ".cache" / "fglcore" / "native")
+    return cache_root() / "native"
 
 
 def _compile(source: Path, target: Path) -> None:
