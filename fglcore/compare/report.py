@@ -149,7 +149,7 @@ def summary_counts(summary: pd.DataFrame) -> pd.DataFrame:
         mine = summary[summary["paper"] == paper]
         statuses = mine.loc[mine["kind"] == "result", "status"]
         overall = mine[(mine["kind"] == "claim") & (mine["group"] == "overall")]
-        data = overall["data"].fillna("").astype(str)
+        data = overall["data"].astype(object).fillna("").astype(str)
         not_judged = data.isin(["subset", "other", "subset+other"])
         holds = overall["holds"]
         rows.append(
