@@ -54,6 +54,11 @@ def _parser() -> argparse.ArgumentParser:
     datasets.add_argument("datasets", nargs="*", metavar="NAME_OR_PATH",
                           help="names or paths of your own graphs to describe (default: every registered dataset)")
     sub.add_parser("algorithms", help="list registered algorithms")
+
+    compare = sub.add_parser("compare", help="rewrite comparison.csv, claims.csv and summary.md of a profile from "
+                                             "its stored results.csv (nothing is run)")
+    compare.add_argument("papers", nargs="*", help="paper ids (default: every paper with a paper.yaml and stored runs)")
+    compare.add_argument("--profile", default="full", help="smoke | quick | full (default full)")
     return parser
 
 
@@ -284,7 +289,30 @@ def _algorithms(_: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": _run, "reproduce": _reproduce, "stop": _stop, "datasets": _datasets, "algorithms": _algorithms}
+def _compare(args: argparse.Namespace) -> int:
+    """Rebuild each paper's comparison from ``outputs/<profile>/<paper>/results.csv``, then the profile's summary."""
+    from fglcore import notebooks, paths
+    from fglcore.compare import build_summary, known_papers, rebuild_report, summary_counts
+
+    notebooks.check_profile(args.profile)
+    known = known_papers()
+    root = paths.outputs_root() / args.profile
+    for paper in args.papers:
+        if paper not in known:
+            raise ConfigError(f"compare: unknown paper {paper!r}; papers with a paper.yaml: {', '.join(known)}")
+        if not (root / paper / "results.csv").is_file():
+            raise ConfigError(f"compare: {paths.display_path(root / paper)} holds no results.csv; run the paper's "
+                              f"notebooks under --profile {args.profile} first")
+    for paper in args.papers or [p for p in known if (root / p / "results.csv").is_file()]:
+        comparison, claims = rebuild_report(root / paper, paper)
+        _say(f"{paper}: {len(comparison)} entries, {int((claims['group'] == 'overall').sum())} claims -> "
+             f"{paths.display_path(root / paper)}")
+    _say(summary_counts(build_summary(root)).to_string(index=False))
+    return 0
+
+
+COMMANDS = {"run": _run, "reproduce": _reproduce, "stop": _stop, "datasets": _datasets, "algorithms": _algorithms,
+            "compare": _compare}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -424,8 +424,8 @@ def test_rebuild_report_from_the_stored_results(tmp_path):
         cmp.rebuild_report(tmp_path / "empty", spec)
 
 
-def test_the_rebuild_command_rewrites_a_profile_from_its_stored_runs(tmp_path, monkeypatch, capsys):
-    from fglcore.compare.__main__ import main
+def test_fgl_compare_rewrites_a_profile_from_its_stored_runs(tmp_path, monkeypatch, capsys):
+    from fglcore.cli import main
 
     (tmp_path / "params" / "toy").mkdir(parents=True)
     (tmp_path / "params" / "toy" / "paper.yaml").write_text(
@@ -435,10 +435,14 @@ def test_the_rebuild_command_rewrites_a_profile_from_its_stored_runs(tmp_path, m
         tmp_path / "outputs" / "full" / "toy" / "results.csv", index=False)
     monkeypatch.setattr(paths, "params_root", lambda: tmp_path / "params")
     monkeypatch.setattr(paths, "outputs_root", lambda: tmp_path / "outputs")
-    assert main(["--profile", "full"]) == 0
+    assert main(["compare", "--profile", "full"]) == 0
     assert "toy: 1 entries, 1 claims" in capsys.readouterr().out
     assert pd.read_csv(tmp_path / "outputs" / "full" / "toy" / "comparison.csv")["status"].tolist() == ["match"]
     assert "`spray_wins` (dataset=Cora; paper)" in (tmp_path / "outputs" / "full" / "summary.md").read_text()
-    with pytest.raises(SystemExit) as exit_info:
-        main(["nope"])
-    assert exit_info.value.code == 2 and "unknown paper(s) nope; papers with a paper.yaml: toy" in capsys.readouterr().err
+    assert main(["compare", "nope"]) == 2
+    assert "compare: unknown paper 'nope'; papers with a paper.yaml: toy" in capsys.readouterr().err
+    (tmp_path / "params" / "other").mkdir()
+    (tmp_path / "params" / "other" / "paper.yaml").write_text(
+        yaml.safe_dump(paper([entry("fedspray", 84.0, 0.5)], claims=[CLAIM])))
+    assert main(["compare", "other", "--profile", "full"]) == 2
+    assert "outputs/full/other holds no results.csv" in capsys.readouterr().err

@@ -9,7 +9,7 @@ The one comparison module every paper uses: a paper adds ``params/<paper>/paper.
 * :mod:`~fglcore.compare.report`: :func:`format_mean_std` (the one formatter), :func:`side_by_side`,
   ``comparison.csv`` / ``claims.csv`` (:func:`write_report`, :func:`rebuild_report`) and the summary.
 
-``python -m fglcore.compare <paper>... --profile full`` rewrites a profile's
+``fgl compare <paper>... --profile full`` rewrites a profile's
 comparison and claims from its stored ``results.csv`` and the summary.
 
 paper.yaml

@@ -286,7 +286,7 @@ print(early.round(2).to_string())
 #
 # `comparison.csv` and `claims.csv` of the whole paper, from every row in
 # `results.csv` (all FedStar notebooks), with the cells formed as above.
-# `python -m fglcore.compare fedstar --profile <profile>` rewrites them from
+# `fgl compare fedstar --profile <profile>` rewrites them from
 # the stored runs alone.
 
 # %%

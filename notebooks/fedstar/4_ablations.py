@@ -323,7 +323,7 @@ display(fig)
 #
 # `comparison.csv` and `claims.csv` of the whole paper from every row in
 # `results.csv` (all FedStar notebooks), formed as above.
-# `python -m fglcore.compare fedstar --profile <profile>` rewrites them from
+# `fgl compare fedstar --profile <profile>` rewrites them from
 # the stored runs alone.
 
 # %%
