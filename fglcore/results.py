@@ -385,8 +385,10 @@ class ResultStore:
         new = _typed(pd.DataFrame(rows, columns=RESULT_COLUMNS))
         with self._exclusive():
             stored = self.read()
-            kept = stored[~stored["config_id"].isin(set(new["config_id"]))]
-            combined = new if kept.empty else pd.concat([kept, new], ignore_index=True)
+            replaced = stored["config_id"].isin(set(new["config_id"]))
+            if _same_rows(stored[replaced], new):  # rows a notebook stores again unchanged: the file stays as it is
+                return
+            combined = new if replaced.all() else pd.concat([stored[~replaced], new], ignore_index=True)
             self._write(combined)
             if run_id is not None:
                 finished = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
@@ -423,6 +425,11 @@ class ResultStore:
 
     def _write(self, frame: pd.DataFrame) -> None:
         write_csv_atomic(frame, self.path)
+
+
+def _same_rows(stored: pd.DataFrame, new: pd.DataFrame) -> bool:
+    """Whether ``new`` holds exactly the rows of ``stored``, in the same order, as the CSV would write them."""
+    return len(stored) == len(new) and stored.to_csv(index=False) == new.to_csv(index=False)
 
 
 def busy_seconds(run_log: pd.DataFrame) -> float:

@@ -103,6 +103,18 @@ def test_reappending_a_config_replaces_its_rows(tmp_path):
     assert accuracy.to_dict() == {0: 70.0, 1: 60.0}
 
 
+def test_storing_unchanged_rows_again_leaves_the_file_and_its_row_order_alone(tmp_path):
+    store = ResultStore(tmp_path / "results.csv")
+    first, second = make_config(seed=0), make_config(seed=1)
+    store.append(rows_for(first, 0.5))
+    store.append(rows_for(second, 0.6))
+    before, modified = store.path.read_bytes(), store.path.stat().st_mtime_ns
+    store.append(rows_for(first, 0.5))  # as a notebook re-executed on stored runs does
+    assert store.path.read_bytes() == before and store.path.stat().st_mtime_ns == modified
+    store.append(rows_for(first, 0.7))  # a changed value is stored, after the rows it did not replace
+    assert store.read()["seed"].tolist()[-1] == 0 and 70.0 in store.read()["value"].tolist()
+
+
 def test_crash_during_write_leaves_old_file_intact(tmp_path, monkeypatch):
     store = ResultStore(tmp_path / "results.csv")
     store.append(rows_for(make_config(seed=0), 0.5))
