@@ -193,3 +193,12 @@ def test_options_are_validated():
         config(prune=3)
     with pytest.raises(ConfigError, match="pruning"):
         config(pruning="top")
+
+
+def test_same_seed_same_numbers(federation):
+    cfg = config(nsf="h2v", config={"dropout": 0.5})
+    first = ALGORITHMS.get("fedstruct")(cfg, federation, CPU).run()
+    second = ALGORITHMS.get("fedstruct")(cfg, federation, CPU).run()
+    assert first.history == second.history
+    other = ALGORITHMS.get("fedstruct")(cfg.replace(seed=1), federation, CPU).run()
+    assert other.history != first.history
