@@ -180,6 +180,18 @@ def test_variants_run(federation, options):
     assert 0.0 <= result.metrics["test_accuracy"] <= 1.0
 
 
+def test_secure_aggregation_gives_the_same_model(federation):
+    plain = ALGORITHMS.get("fedstruct")(config(nsf="h2v"), federation, CPU)
+    plain.run()
+    secure = ALGORITHMS.get("fedstruct")(config(nsf="h2v", config={"secure_aggregation": True}), federation, CPU)
+    result = secure.run()
+    assert "masked_update" in result.ledger.names(receiver="server")
+    for a, b in zip(plain.clients, secure.clients):
+        assert torch.allclose(a.s, b.s, atol=1e-5)
+        for (name, p), q in zip(a.model.named_parameters(), b.model.parameters()):
+            assert torch.allclose(p, q, atol=1e-5), name
+
+
 def test_options_are_validated():
     with pytest.raises(ConfigError, match="model must be 'decoupled_gcn'"):
         config(config={"model": "gcn"})

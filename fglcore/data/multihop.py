@@ -28,9 +28,14 @@ dense. **Memory.** With pruning, the matrix holds about ``p * n`` entries
 after each hop and one product :math:`\hat A B` holds at most
 ``nnz(B) * max_degree`` candidates before pruning (in practice about
 ``nnz(B)`` times the mean degree): PubMed (``n = 19,717``, 88,648 directed
-edges, ``p = 30``) keeps 591,510 values (about 7 MB as CSR, float64 with
-int32 indices) and forms products of a few million candidates per hop,
-against 3.1 GB for one dense float64 matrix. The unpruned power fills in
+edges, ``p = 30``, :math:`L_s = 20`) keeps 591,512 values (6.8 MB as CSR,
+float64 with int32 indices), computed in 1.3 s with a peak resident size of
+0.45 GB for the whole Python process, against 3.1 GB for one dense float64
+matrix (measured 2026-11-25 on the 2-core CPU machine). Alg. 3 run by ten
+clients through the channel (:func:`fglcore.algorithms.fedstruct.distributed_abar`)
+gives the same matrix to 1e-16 in 37 s (``"global"``; 805 MiB of blocks
+exchanged, as the blocks are pruned only after summation) or 20 s
+(``"block"``; 232 MiB). The unpruned power fills in
 towards dense as :math:`L_s` grows (Cora, ``L_s = 10``: about 60 % dense),
 so the model's "-F" variant propagates :math:`L_s` times with the sparse
 :math:`\hat A` instead of forming :math:`\hat A^{L_s}` (see
