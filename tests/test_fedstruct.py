@@ -214,3 +214,18 @@ def test_same_seed_same_numbers(federation):
     assert first.history == second.history
     other = ALGORITHMS.get("fedstruct")(cfg.replace(seed=1), federation, CPU).run()
     assert other.history != first.history
+
+
+@pytest.mark.parametrize("nsf,weighting", [("h2v", "nodes"), ("deg", "labelled")])
+def test_fused_simulation_follows_the_clients_trajectory(federation, nsf, weighting):
+    clients = ALGORITHMS.get("fedstruct")(config(nsf=nsf, weighting=weighting), federation, CPU).run()
+    fused_algorithm = ALGORITHMS.get("fedstruct")(config(nsf=nsf, weighting=weighting, simulation="fused"),
+                                                  federation, CPU)
+    fused = fused_algorithm.run()
+    for a, b in zip(clients.history, fused.history):
+        assert a["round"] == b["round"] and a["test_accuracy"] == pytest.approx(b["test_accuracy"])
+        assert a["test_loss"] == pytest.approx(b["test_loss"], abs=1e-5)
+    assert fused.ledger.names() <= {"abar_block_rows", "abar_block_cols", "abar_block_values", "abar_top_values",
+                                    "abar_threshold", "nsf", "nsf_node_ids"}  # no per-round traffic recorded
+    with pytest.raises(ConfigError, match="'fused' simulates FedSGD only"):
+        config(simulation="fused", training="fedavg")

@@ -73,6 +73,20 @@ Loss (option ``loss``): cross-entropy on the logits (``"logits"``, the
 paper's Eq. 4) or on their softmax (``"double_softmax"``, the official
 code's quirk, digest §4.5 and item 5).
 
+**Simulation** (option ``simulation``): ``"clients"`` (default) runs every
+client as above, each round's uploads and downloads through the channel.
+``"fused"`` computes the same FedSGD trajectory in one process-wide pass per
+round (digest §2.8): one model on the disjoint union of the client
+subgraphs (so the feature branch still sees intra-client edges only), the
+stacked rows :math:`\bar A^{[i]}`, one structure MLP evaluation for all
+clients and the loss :math:`\sum_i w_i\,\mathrm{mean\,CE}_i`, one Adam step on
+:math:`(\theta, S)`. It is the same computation up to dropout masks (shared
+by the clients instead of drawn by each; ``tests/test_fedstruct.py`` checks
+the two agree without dropout) and about :math:`K` times cheaper; the
+structural sharing before training still goes through the channel, but the
+rounds' gradients do not, so its ledger holds no per-round traffic (take
+that from a ``"clients"`` run). FedSGD only.
+
 Option ``structure_hidden`` gives :math:`\theta_s`'s hidden widths; the
 feature branch uses ``config.hidden``, ``config.num_layers`` and
 ``config.dropout`` and ``feature_hops`` (:math:`L`); ``config.model`` must
@@ -315,6 +329,72 @@ class FedStructClient(Client):
         return {split: Prediction(out[idx], self.y[idx], self.minority[idx]) for split, idx in self.eval_idx.items()}
 
 
+class FusedLearner:
+    """FedSGD of all clients in one autograd pass per round (option ``simulation="fused"``, digest §2.8)."""
+
+    def __init__(self, model: FedStructModel, clients: list[Data], abar: list[sp.csr_matrix], s: Tensor,
+                 learnable_s: bool, weights: list[float], config: ExperimentConfig, loss: str, device: torch.device):
+        self.model = model.to(device)
+        self.loss_kind = loss
+        sizes = [int(c.num_nodes) for c in clients]
+        offsets = np.cumsum([0, *sizes])
+        self.x = torch.cat([c.x for c in clients]).to(device)
+        self.edge_index = torch.cat([c.edge_index + int(o) for c, o in zip(clients, offsets)], dim=1).to(device)
+        self.y = torch.cat([c.y for c in clients]).to(device)
+        self.abar = to_torch_sparse(sp.vstack(abar).tocsr()).to(device)
+        self.s = s.to(device).requires_grad_(learnable_s)
+        train = [c.train_mask.nonzero().view(-1) + int(o) for c, o in zip(clients, offsets)]
+        total = sum(weights)
+        self.train_idx = torch.cat(train).to(device)
+        self.train_weight = torch.cat([torch.full((t.numel(),), w / total / max(t.numel(), 1)) for t, w in
+                                       zip(train, weights)]).to(device)
+        self.views = [{split: getattr(c, f"{split}_mask").nonzero().view(-1).to(device) + int(o)
+                       for split in ("val", "test")} for c, o in zip(clients, offsets)]
+        self.minority = torch.cat([minority_mask(c.y, c.y[c.train_mask]) for c in clients]).to(device)
+        params = [*self.model.parameters(), *([self.s] if learnable_s else [])]
+        self.optimizer = make_optimizer(params, config)
+        self._trained_round, self._logits = 0, None
+
+    def forward(self) -> Tensor:
+        return self.model(self.x, self.edge_index, self.s, self.abar)
+
+    def train_round(self, round: int) -> None:
+        if round == self._trained_round:
+            return
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        logits = self.forward()[self.train_idx]
+        if self.loss_kind == "double_softmax":
+            logits = logits.softmax(dim=-1)
+        loss = (F.cross_entropy(logits, self.y[self.train_idx], reduction="none") * self.train_weight).sum()
+        loss.backward()
+        self.optimizer.step()
+        self._trained_round, self._logits = round, None
+
+    @torch.no_grad()
+    def predict(self, cid: int) -> dict[str, Prediction]:
+        if self._logits is None:
+            self.model.eval()
+            self._logits = self.forward()
+        return {split: Prediction(self._logits[idx], self.y[idx], self.minority[idx])
+                for split, idx in self.views[cid].items()}
+
+
+class FusedView(Client):
+    """Client ``cid``'s seat in the fused simulation: triggers the round's step, scores its own nodes."""
+
+    def __init__(self, cid: int, num_samples: int, learner: FusedLearner):
+        super().__init__(cid, num_samples)
+        self.learner = learner
+
+    def fit(self, round: int) -> None:
+        self.learner.train_round(round)
+        return None
+
+    def evaluate(self) -> dict[str, Prediction]:
+        return self.learner.predict(self.cid)
+
+
 # --------------------------------------------------------------------------- the algorithm
 
 
@@ -329,11 +409,11 @@ class FedStruct(Algorithm):
         "nsf": "h2v", "structure_hops": 10, "feature_hops": 2, "pruning": "global", "prune_p": 30,
         "abar_protocol": "clients", "structure_dim": 256, "structure_hidden": [256], "rw_steps": 50,
         "h2v_init_std": 0.05, "training": "fedsgd", "weighting": "nodes", "loss": "logits",
-        "input_layer_norm": True,
+        "input_layer_norm": True, "simulation": "clients",
     }
     option_choices = {"nsf": NSF, "pruning": PRUNING, "abar_protocol": ("clients", "server"),
                       "training": ("fedsgd", "fedavg"), "weighting": ("nodes", "labelled"),
-                      "loss": ("logits", "double_softmax")}
+                      "loss": ("logits", "double_softmax"), "simulation": ("clients", "fused")}
     citation = "Aliakbari, Östman and Graell i Amat, Decoupled Subgraph Federated Learning, ICLR 2025"
 
     @classmethod
@@ -352,6 +432,9 @@ class FedStruct(Algorithm):
                               f"widths of theta_s, e.g. [256]), got {hidden!r}")
         if o["h2v_init_std"] <= 0:
             raise ConfigError(f"algorithm_options.h2v_init_std: must be > 0, got {o['h2v_init_std']}")
+        if o["simulation"] == "fused" and o["training"] != "fedsgd":
+            raise ConfigError("algorithm_options.simulation: 'fused' simulates FedSGD only; use simulation='clients' "
+                              f"with training={o['training']!r}")
         if o["nsf"] == "fedstar" and not 1 <= o["rw_steps"] < o["structure_dim"]:
             raise ConfigError(f"algorithm_options.rw_steps: Fed* needs 1 <= rw_steps < structure_dim "
                               f"({o['structure_dim']}), got {o['rw_steps']}")
@@ -360,7 +443,7 @@ class FedStruct(Algorithm):
     def num_nodes(self) -> int:
         return int(self.federation.data.num_nodes)
 
-    def build(self, channel: Channel) -> tuple[Server, list[Client]]:
+    def build(self, channel: Channel) -> tuple[Server | None, list[Client]]:
         o, c = self.options, self.config
         clients = self.clients_data
         if (self.federation.assignment < 0).any():
@@ -376,10 +459,15 @@ class FedStruct(Algorithm):
         model = FedStructModel(int(self.federation.num_features), c.hidden, int(self.federation.num_classes),
                                o["structure_dim"], o["structure_hidden"], c.num_layers, o["feature_hops"],
                                c.dropout, o["input_layer_norm"])
+        weights = [int(d.num_nodes) if o["weighting"] == "nodes" else int(d.train_mask.sum()) for d in clients]
+        if o["simulation"] == "fused":
+            learner = FusedLearner(model, clients, abar, structure[0], o["nsf"] == "h2v", weights, c, o["loss"],
+                                   self.device)
+            return None, [FusedView(k, w, learner) for k, w in enumerate(weights)]
         server = FedStructServer(copy.deepcopy(model), c, o["training"])
         participants = []
         for k, data in enumerate(clients):
-            weight = int(data.num_nodes) if o["weighting"] == "nodes" else int(data.train_mask.sum())
+            weight = weights[k]
             participants.append(FedStructClient(k, weight, copy.deepcopy(model), data, abar[k], structure[k],
                                                 o["nsf"] == "h2v", c, o["training"], o["loss"], self.device))
         return server, participants
