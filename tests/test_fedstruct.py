@@ -108,6 +108,13 @@ def test_structure_features(federation):
     a_hat = (a + np.eye(N)) / (a + np.eye(N)).sum(1, keepdims=True)
     diagonals = np.stack([np.diag(np.linalg.matrix_power(a_hat, k)) for k in range(1, 6)], axis=1)
     assert np.allclose(fs[:, :5].numpy(), diagonals, atol=1e-6) and fs.shape == (N, 16)
+    from fglcore.data.node_structure import return_probabilities
+    from fglcore.data.structure import random_walk_encoding
+    from torch_geometric.utils import add_remaining_self_loops
+
+    looped, _ = add_remaining_self_loops(federation.data.edge_index, num_nodes=N)
+    assert torch.allclose(return_probabilities(federation.data.edge_index, N, 7, cache=False),
+                          random_walk_encoding(looped, N, 7), atol=1e-6)  # FedStar's sparse RWSE, same numbers
     with pytest.raises(ConfigError, match="rw_steps"):
         fedstar_features(federation.data.edge_index, N, width=16, rw_steps=16)
 

@@ -13,10 +13,15 @@ r"""FedStruct's task-agnostic node structure features (NSFs), Aliakbari et al., 
   the *global* graph: the official code computes them centrally
   (``create_rw``), and so does this simulation (App. A obtains them during
   Alg. 3, whose :math:`L_s` hops give fewer than 50 of them).
-  :math:`\mathrm{diag}(\hat A^k) = \mathrm{diag}((\tilde A\tilde D^{-1})^k)`
-  (similar matrices), so FedStar's RWSE code
-  (:func:`~fglcore.data.structure.random_walk_encoding`) on the self-looped
-  graph computes them.
+  :math:`\hat A` is similar to the symmetric
+  :math:`\tilde D^{-1/2}\tilde A\tilde D^{-1/2} = U\Lambda U^\top`, so
+  :math:`(\hat A^k)_{vv} = \sum_j U_{vj}^2\lambda_j^k`: one dense
+  eigendecomposition (float64; seconds for Cora, :math:`O(n^3)` time and
+  :math:`8n^2` bytes, so about 3 GB for PubMed) gives all 50 diagonals at
+  once, where sparse powers fill in to dense long before the 50th (FedStar's
+  :func:`~fglcore.data.structure.random_walk_encoding` on the self-looped
+  graph gives the same numbers, in minutes for Cora). The result is cached
+  on disk by graph and step count (``cache_root()/structure/``).
 
 Hop2Vec (learnable NSFs) has no generator: it is a parameter of the
 algorithm (:mod:`fglcore.algorithms.fedstruct`). GDV and Node2Vec (Table 8)
@@ -24,13 +29,21 @@ need the global graph and are not implemented yet.
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import uuid
+
+import numpy as np
+import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torch_geometric.utils import add_remaining_self_loops
+from torch_geometric.data import Data
 
 from fglcore.config import ConfigError
-from fglcore.data.structure import random_walk_encoding
+from fglcore.data.multihop import self_loop_adjacency
+from fglcore.paths import cache_root
 
 
 def degree_features(degree: Tensor, width: int = 256) -> Tensor:
@@ -40,10 +53,29 @@ def degree_features(degree: Tensor, width: int = 256) -> Tensor:
     return F.one_hot(degree.long().clamp(0, width - 1), width).to(torch.float32)
 
 
-def return_probabilities(edge_index: Tensor, num_nodes: int, steps: int) -> Tensor:
-    r"""``float32[n, steps]``: :math:`(\hat A^k)_{vv}` for ``k = 1..steps`` on the graph with self-loops."""
-    looped, _ = add_remaining_self_loops(edge_index.cpu(), num_nodes=num_nodes)
-    return random_walk_encoding(looped, num_nodes, steps)
+def return_probabilities(edge_index: Tensor, num_nodes: int, steps: int, cache: bool = True) -> Tensor:
+    r"""``float32[n, steps]``: :math:`(\hat A^k)_{vv}` for ``k = 1..steps`` (module docstring), cached on disk."""
+    from fglcore.data.datasets import data_checksum
+
+    payload = {"version": 1, "what": "fedstruct return probabilities", "steps": int(steps),
+               "graph": data_checksum(Data(edge_index=edge_index.cpu(), num_nodes=num_nodes))}
+    path = cache_root() / "structure" / f"{hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()}.pt"
+    if cache and path.is_file():
+        values = torch.load(path, weights_only=True)
+        if isinstance(values, Tensor) and values.shape == (num_nodes, steps):
+            return values
+    adj = self_loop_adjacency(edge_index, num_nodes)
+    scale = 1.0 / np.sqrt(np.asarray(adj.sum(axis=1)).ravel())
+    symmetric = (sp.diags(scale) @ adj @ sp.diags(scale)).toarray()
+    eigenvalues, eigenvectors = np.linalg.eigh(symmetric)
+    powers = eigenvalues[:, None] ** np.arange(1, steps + 1)[None, :]  # (n, steps)
+    values = torch.from_numpy((eigenvectors**2) @ powers).to(torch.float32)
+    if cache:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
+        torch.save(values, partial)
+        os.replace(partial, path)
+    return values
 
 
 def fedstar_features(edge_index: Tensor, num_nodes: int, width: int = 256, rw_steps: int = 50) -> Tensor:
