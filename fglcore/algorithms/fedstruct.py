@@ -9,7 +9,10 @@ own subgraph and a structure branch over the global multi-hop adjacency
 
 **Before training (ledger round 0)**, through the channel:
 
-1. every client obtains its rows :math:`\bar A^{[i]}`:
+1. every client obtains its rows :math:`\bar A^{[i]}`, for all its nodes
+   :math:`\mathcal V_i` (Prop. 1 needs only the labelled ones; App. D and
+   the official code give all, so val/test nodes can be predicted; digest
+   item 8):
 
    * ``abar_protocol="clients"`` (default; Alg. 3, App. D): client
      :math:`i` starts from its rows :math:`\hat A^{[i]} = (\tilde
