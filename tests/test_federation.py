@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from fglcore.config import ConfigError, ExperimentConfig
-from fglcore.data.federation import GraphFederation, NodeFederation, build_clients, build_federation
+from fglcore.data.federation import (GraphFederation, NodeFederation, build_clients, build_federation, cross_blocks,
+                                     interconnection_summary)
 from fglcore.data.partition import client_sizes
 
 
@@ -43,6 +44,7 @@ def test_federation_is_deterministic_and_reads_the_cache(cora_federation):
     assert torch.equal(again.assignment, cora_federation.assignment)
     assert torch.equal(again.data.train_mask, cora_federation.data.train_mask)
     assert not hasattr(again.clients[0], "cross_edge_index")
+    assert not any(hasattr(again.clients[0], key) for key in ("external_id", "external_owner", "global_degree"))
     reseeded = build_federation(dataclasses.replace(config, split_seed=1))
     assert torch.equal(reseeded.assignment, cora_federation.assignment)  # partition seed unchanged
     assert not torch.equal(reseeded.data.train_mask, cora_federation.data.train_mask)
@@ -78,6 +80,43 @@ def test_build_clients_on_the_tiny_graph(tiny_graph):
     assert sorted(map(tuple, clients[0].cross_edge_index.t().tolist())) == [(0, 2), (1, 2), (5, 3)]
     assert sorted(map(tuple, clients[1].cross_edge_index.t().tolist())) == [(2, 0), (2, 1), (3, 5)]
     assert torch.equal(clients[1].x, tiny_graph.x[[2, 3]])
+    # interconnections: external nodes with their owners, global degrees (node 4 is held by no client)
+    assert clients[0].external_id.tolist() == [2, 3] and clients[0].external_owner.tolist() == [1, 1]
+    assert clients[1].external_id.tolist() == [0, 1, 5] and clients[1].external_owner.tolist() == [0, 0, 0]
+    assert clients[0].global_degree.tolist() == [2, 2, 1]  # node 5: its edge to 4 leads to no client
+    assert clients[1].global_degree.tolist() == [3, 2]
+    blocks = cross_blocks(clients[1])
+    assert list(blocks) == [0] and sorted(map(tuple, blocks[0].t().tolist())) == [(0, 0), (0, 1), (1, 5)]
+    summary = interconnection_summary(clients).set_index("client")
+    assert summary.loc["0", ["intra_edges", "cross_edges", "external_nodes"]].tolist() == [2, 3, 2]
+    assert summary.loc["total", "cross_share"] == pytest.approx(6 / 10)
+    with pytest.raises(ValueError, match="keep_cross_edges"):
+        interconnection_summary(build_clients(tiny_graph, assignment))
+
+
+def test_interconnections_of_cora_agree_with_the_global_graph():
+    config = ExperimentConfig(dataset="Cora", partition="random", num_clients=5, split="global_random",
+                              split_ratios=[0.1, 0.1, 0.8], seed=3)
+    fed = build_federation(config, keep_cross_edges=True)
+    degree = torch.bincount(fed.data.edge_index[0], minlength=fed.data.num_nodes)
+    a = fed.assignment
+    for k, client in enumerate(fed.clients):
+        assert torch.equal(client.global_degree, degree[client.global_id])
+        assert bool((client.external_owner != k).all()) and torch.equal(client.external_owner, a[client.external_id])
+        blocks = cross_blocks(client)
+        assert sum(b.size(1) for b in blocks.values()) == client.cross_edge_index.size(1)
+        for j, block in blocks.items():
+            assert bool((a[block[1]] == j).all()) and bool((a[client.global_id[block[0]]] == k).all())
+            # A_kj = A_jk^T: the other end holds the same edges reversed
+            back = cross_blocks(fed.clients[j])[k]
+            mine = {(int(client.global_id[u]), int(v)) for u, v in block.t().tolist()}
+            theirs = {(int(v), int(fed.clients[j].global_id[u])) for u, v in back.t().tolist()}
+            assert mine == theirs
+    summary = interconnection_summary(fed.clients)
+    share = summary.set_index("client").loc["total", "cross_share"]
+    src, dst = fed.data.edge_index
+    assert share == pytest.approx(float((a[src] != a[dst]).float().mean()))
+    assert 0.7 < share < 0.9  # random assignment to 5 clients cuts about 4/5 of the edges
 
 
 def test_graph_federation_on_mutag():

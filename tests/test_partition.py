@@ -414,3 +414,23 @@ def test_label_skew_splits_one_dataset():
         P.partition_graphs("chem", "label_skew", 3, 0)
     with pytest.raises(ConfigError, match="graph-level partitioners"):
         P.partition_graphs("MUTAG", "louvain", 3, 0)
+
+
+def test_fedstruct_partitioners_on_cora(cora, cora_parts):
+    """FedStruct's three partitionings (Aliakbari et al., ICLR 2025, Sec. 6 and App. F; digest §4.3, §7.2 items 12-13)."""
+    n, delta = cora.num_nodes, 20
+    # random: i.i.d. uniform client per node, so sizes vary (binomial, sd = sqrt(n p (1-p)) ~ 15.6 for K=10)
+    sizes = P.client_sizes(cora_parts("random"), K)
+    assert int(sizes.sum()) == n and int(sizes.max() - sizes.min()) > 2
+    assert float(sizes.double().std()) < 4 * (n / K * 0.9) ** 0.5
+    # louvain with FedStruct's cap N//K + delta, and K-means on features with the same cap and packing
+    for method, options in (("louvain", {"cap": "plus"}), ("kmeans", {})):
+        assignment = cora_parts(method, **options)
+        sizes = P.client_sizes(assignment, K)
+        assert int(sizes.sum()) == n and int(sizes.max()) <= n // K + delta, method
+        assert int(sizes.min()) > 0
+    # K-means ignores topology: many more cut edges than Louvain
+    src, dst = cora.edge_index
+    cut = {m: float((cora_parts(m, **o)[src] != cora_parts(m, **o)[dst]).float().mean())
+           for m, o in (("louvain", {"cap": "plus"}), ("kmeans", {}), ("random", {}))}
+    assert cut["louvain"] < cut["kmeans"] < cut["random"]

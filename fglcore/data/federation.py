@@ -97,7 +97,7 @@ class GraphFederation:
 
 
 def build_clients(data: Data, assignment: Tensor, keep_cross_edges: bool = False) -> list[Data]:
-    """One PyG ``Data`` per client ``0..assignment.max()``: the subgraph its nodes induce.
+    r"""One PyG ``Data`` per client ``0..assignment.max()``: the subgraph its nodes induce.
 
     Each client holds, in ascending global-id order, its nodes' ``x``, ``y``
     and every other node-level attribute of ``data`` (e.g. ``train_mask``,
@@ -106,12 +106,26 @@ def build_clients(data: Data, assignment: Tensor, keep_cross_edges: bool = False
     *local* ids ``0..n_k-1``; ``global_id[j]`` is the global id of local node
     ``j``; ``num_nodes = n_k``.
 
-    With ``keep_cross_edges``, ``cross_edge_index`` (``LongTensor[2, C_k]``,
-    *global* ids) lists the edges that leave the client: row 0 is one of
-    the client's nodes, row 1 a node held by another client (the owner is
-    ``assignment[cross_edge_index[1]]``). Edges to nodes no client holds
-    (``-1``) are in neither. An undirected graph stores each cross edge in
-    both directions, so it appears once in each of the two clients.
+    With ``keep_cross_edges`` each client also carries its interconnections
+    (FedStruct's :math:`\mathcal V_i^*, \mathcal E_i^*`, Aliakbari et al.,
+    ICLR 2025, Sec. 4; the local-bias paper's row block
+    :math:`[A_{k1}, \dots, A_{kK}]`, Zhang et al., Eq. 1):
+
+    * ``cross_edge_index`` (``LongTensor[2, C_k]``, *global* ids): the edges
+      that leave the client; row 0 is one of the client's nodes, row 1 a
+      node held by another client. Edges to nodes no client holds (``-1``)
+      are in neither. An undirected graph stores each cross edge in both
+      directions, so it appears once in each of the two clients;
+    * ``external_id`` (``LongTensor[m_k]``, ascending global ids): the
+      external nodes, i.e. the other clients' nodes with an edge from this
+      client, and ``external_owner`` (``LongTensor[m_k]``) their clients;
+    * ``global_degree`` (``LongTensor[n_k]``): each node's degree counting
+      intra- and cross-client edges (the degree a client knows of its own
+      nodes; FedStruct's :math:`\tilde D^{[i]}` minus the self-loop).
+
+    Only structure crosses the boundary: an external node's features and
+    labels stay with its owner. See :func:`interconnection_summary` and
+    :func:`cross_blocks` for what algorithms read from these fields.
     """
     n = data.num_nodes
     if assignment.shape != (n,):
@@ -148,8 +162,60 @@ def build_clients(data: Data, assignment: Tensor, keep_cross_edges: bool = False
         client.num_nodes = int(global_id.numel())
         if cross is not None:
             client.cross_edge_index = cross[k]
+            client.external_id = torch.unique(cross[k][1])
+            client.external_owner = assignment[client.external_id]
+            intra_degree = torch.bincount(client.edge_index[0], minlength=client.num_nodes)
+            cross_degree = torch.bincount(local_id[cross[k][0]], minlength=client.num_nodes)
+            client.global_degree = intra_degree + cross_degree
         clients.append(client)
     return clients
+
+
+def interconnection_summary(clients: Sequence[Data]) -> "pd.DataFrame":
+    """How strongly the clients are interconnected: one row per client, then a ``total`` row.
+
+    Columns: ``client``, ``nodes``, ``intra_edges`` and ``cross_edges``
+    (directed entries of ``edge_index`` and ``cross_edge_index``, so an
+    undirected edge counts twice inside a client and once in each of the two
+    clients it joins), ``external_nodes`` and ``cross_share`` =
+    ``cross / (intra + cross)``, the share of a client's edge ends that leave
+    it. On the ``total`` row ``cross_share`` is the share of the graph's
+    (held) edges that join two clients; ``external_nodes`` there counts
+    (client, external node) pairs. Needs clients built with
+    ``keep_cross_edges=True``.
+    """
+    import pandas as pd
+
+    rows = []
+    for k, client in enumerate(clients):
+        if not hasattr(client, "cross_edge_index"):
+            raise ValueError("interconnection_summary needs clients built with keep_cross_edges=True")
+        intra, cross = int(client.edge_index.size(1)), int(client.cross_edge_index.size(1))
+        rows.append({"client": str(k), "nodes": int(client.num_nodes), "intra_edges": intra, "cross_edges": cross,
+                     "external_nodes": int(client.external_id.numel())})
+    frame = pd.DataFrame(rows, columns=["client", "nodes", "intra_edges", "cross_edges", "external_nodes"])
+    total = frame.drop(columns="client").sum().to_dict()
+    frame = pd.concat([frame, pd.DataFrame([{"client": "total", **total}])], ignore_index=True)
+    ends = frame["intra_edges"] + frame["cross_edges"]
+    frame["cross_share"] = (frame["cross_edges"] / ends.where(ends > 0)).fillna(0.0)
+    return frame
+
+
+def cross_blocks(client: Data) -> dict[int, Tensor]:
+    r"""The client's cross edges grouped by the owner of their far end: ``{j: LongTensor[2, e_kj]}``.
+
+    Row 0 holds the client's *local* ids, row 1 the far end's *global* id;
+    block ``j`` is the client's share of the adjacency block :math:`A_{kj}`
+    (local-bias paper, Eq. 1) or :math:`\tilde A^{[i]}_j` (FedStruct, App. D),
+    which both ends know. Owners appear in ascending order; clients without
+    an edge to ``k`` are absent. Needs ``keep_cross_edges=True``.
+    """
+    if not hasattr(client, "cross_edge_index"):
+        raise ValueError("cross_blocks needs a client built with keep_cross_edges=True")
+    src, dst = client.cross_edge_index
+    local = torch.searchsorted(client.global_id, src)
+    owner = client.external_owner[torch.searchsorted(client.external_id, dst)]
+    return {int(j): torch.stack([local[owner == j], dst[owner == j]]) for j in torch.unique(owner).tolist()}
 
 
 def build_federation(config: ExperimentConfig, keep_cross_edges: bool = False) -> NodeFederation | GraphFederation:

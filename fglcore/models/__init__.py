@@ -44,6 +44,7 @@ file                       holds
 ``fedlit.py``              FedLit's :class:`~fglcore.models.fedlit.MultiChannelGNN`
 ``link_type_channel.py``   FedLit's :class:`~fglcore.models.link_type_channel.LinkTypeChannel`
 ``parameter_mixture.py``   APFL's :class:`~fglcore.models.parameter_mixture.ParameterMixture`
+``fedstruct.py``           FedStruct's :class:`~fglcore.models.fedstruct.FedStructModel`
 =========================  =================================================================
 
 ``operators.py`` (CSR message passing), ``sparse_input.py`` (sparse first

@@ -1,0 +1,505 @@
+r"""FedStruct: decoupled subgraph FL that uses the interconnections for structure only.
+
+Aliakbari, Östman and Graell i Amat, "Decoupled Subgraph Federated Learning",
+ICLR 2025 (arXiv 2402.19163; official code ``JavadAliakbari/FedStruct``).
+Each client predicts :math:`\hat y_v = \mathrm{softmax}(f_{\theta_f}(v) +
+\sum_u \bar A_{vu} g_{\theta_s}(s_u))` (Eq. 10) with a decoupled GCN on its
+own subgraph and a structure branch over the global multi-hop adjacency
+:math:`\bar A = \hat A^{L_s}` (:class:`~fglcore.models.fedstruct.FedStructModel`).
+
+**Before training (ledger round 0)**, through the channel:
+
+1. every client obtains its rows :math:`\bar A^{[i]}`, for all its nodes
+   :math:`\mathcal V_i` (Prop. 1 needs only the labelled ones; App. D and
+   the official code give all, so val/test nodes can be predicted; digest
+   item 8):
+
+   * ``abar_protocol="clients"`` (default; Alg. 3, App. D): client
+     :math:`i` starts from its rows :math:`\hat A^{[i]} = (\tilde
+     D^{[i]})^{-1}\tilde A^{[i]}` (global degrees, which it knows); at hop
+     :math:`\ell \ge 2` every client :math:`k` sends each client :math:`i`
+     it is connected to the block :math:`B_{ik} = \tilde A^{[i]}_k
+     [\hat A^{[k]}]^{\ell-1}` (``abar_block_rows/cols/values``: row and
+     column global ids and values; rows are :math:`i`'s own nodes) and
+     client :math:`i` forms :math:`[\hat A^{[i]}]^{\ell} = (\tilde
+     D^{[i]})^{-1}\sum_k B_{ik}` (Eqs. 33-35). Pruning (option ``pruning``,
+     :mod:`fglcore.data.multihop`): ``"block"`` prunes every :math:`B_{ik}`
+     to :math:`\lceil p/K\rceil n_i` values before sending (Eq. 37; the
+     client sizes :math:`n_i` are public); ``"global"`` (Sec. 5.3, the
+     official code, digest item 7) keeps the :math:`p n` largest values of
+     the whole :math:`\hat A^{\ell}` after every hop -- Alg. 3 does not say how
+     clients agree on that cut, so here each client sends the server only
+     its :math:`p n` largest *values* (``abar_top_values``, no positions),
+     the server returns the :math:`p n`-th largest of them all
+     (``abar_threshold``) and every client drops its entries below it,
+     which gives exactly the central rule of
+     :func:`~fglcore.data.multihop.multihop_adjacency`; ``"none"`` is the
+     "-F" variant (the blocks then fill in: fine for Cora-sized graphs, too
+     many messages for PubMed);
+   * ``abar_protocol="server"`` (App. H: the server knows the global graph):
+     the server computes :math:`\bar A` with the same rule and sends each
+     client its rows (``abar_rows/cols/values``). Numerically identical; the
+     official code simulates Alg. 3 this way.
+
+2. node structure features :math:`S` (option ``nsf``): ``"deg"`` (one-hot
+   global degree, computed by each client for its own nodes), ``"fedstar"``
+   (Fed⋆; its random-walk part is computed by the simulation from the
+   global graph, as in the official code, see
+   :mod:`fglcore.data.node_structure`) or ``"h2v"`` (Hop2Vec, Sec. 5.5:
+   learnable, :math:`\mathcal N(0, 0.05^2)`, each client draws its own
+   nodes' rows). Each client sends its rows ``nsf`` (with ``nsf_node_ids``)
+   to every other client (Alg. 1 and 2: "share :math:`S_i` with all
+   clients").
+
+No client ever receives another client's node features, labels or
+adjacency rows: only blocks of :math:`\hat A^{\ell}` restricted to its own
+rows, structure features and model quantities (``tests/test_fedstruct.py``
+checks the ledger).
+
+**Training** (option ``training``):
+
+* ``"fedsgd"`` (Eqs. 3-5, Alg. 1-2; official "GA"): every round each client
+  computes one full-batch gradient of its mean training cross-entropy and
+  uploads it (one tensor per parameter of :math:`\theta`, and for Hop2Vec
+  ``grad_S``, :math:`n \times d_s`, Prop. 2); the server averages with
+  weights :math:`n_i/n` (``weighting="nodes"``, official) or
+  :math:`|\tilde{\mathcal V}_i|/|\tilde{\mathcal V}|` (``"labelled"``,
+  Eq. 3), takes one Adam step on :math:`\theta` (lr and weight decay of the
+  config; digest item 3) and sends :math:`\theta` and, for Hop2Vec, the
+  averaged ``grad_S`` with which every client takes the same Adam step on
+  :math:`S` (:math:`\lambda_s = \lambda`, Table 5);
+* ``"fedavg"`` (official "WA"): ``config.local_epochs`` local Adam steps on
+  :math:`\theta` (and :math:`S`), then the weighted mean of the weights
+  (and of :math:`S`).
+
+Loss (option ``loss``): cross-entropy on the logits (``"logits"``, the
+paper's Eq. 4) or on their softmax (``"double_softmax"``, the official
+code's quirk, digest §4.5 and item 5).
+
+**Simulation** (option ``simulation``): ``"clients"`` (default) runs every
+client as above, each round's uploads and downloads through the channel.
+``"fused"`` computes the same FedSGD trajectory in one process-wide pass per
+round (digest §2.8): one model on the disjoint union of the client
+subgraphs (so the feature branch still sees intra-client edges only), the
+stacked rows :math:`\bar A^{[i]}`, one structure MLP evaluation for all
+clients and the loss :math:`\sum_i w_i\,\mathrm{mean\,CE}_i`, one Adam step on
+:math:`(\theta, S)`. It is the same computation up to dropout masks (shared
+by the clients instead of drawn by each; ``tests/test_fedstruct.py`` checks
+the two agree without dropout) and about :math:`K` times cheaper; the
+structural sharing before training still goes through the channel, but the
+rounds' gradients do not, so its ledger holds no per-round traffic (take
+that from a ``"clients"`` run). FedSGD only.
+
+Option ``structure_hidden`` gives :math:`\theta_s`'s hidden widths; the
+feature branch uses ``config.hidden``, ``config.num_layers`` and
+``config.dropout`` and ``feature_hops`` (:math:`L`); ``config.model`` must
+be ``"decoupled_gcn"``. Table 5's settings and the reading of the paper's
+score (last round, ``selection="last"``, client-size-weighted accuracy) are
+set by the parameter files, not here.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch_geometric.data import Data
+
+from fglcore.algorithms.base import Algorithm, register_algorithm
+from fglcore.algorithms.training import client_seed, make_optimizer
+from fglcore.config import ConfigError, ExperimentConfig
+from fglcore.data.federation import cross_blocks
+from fglcore.data.multihop import PRUNING, multihop_adjacency, prune_at, prune_top, to_torch_sparse, top_values_threshold
+from fglcore.data.node_structure import degree_features, fedstar_features
+from fglcore.fl.channel import Channel
+from fglcore.fl.engine import SERVER, Client, Payload, Server
+from fglcore.fl.parameters import load_payload, module_payload
+from fglcore.metrics import Prediction, minority_mask
+from fglcore.models.fedstruct import FedStructModel
+from fglcore.runtime import set_seed
+
+NSF = ("h2v", "deg", "fedstar")
+PRE_TRAINING = 0  # ledger round of the structural sharing that precedes training
+GRAD_S = "grad_S"
+S_NAME = "S"
+
+
+# --------------------------------------------------------------------------- Alg. 3 through the channel
+
+
+def own_rows(client: Data, num_nodes: int) -> sp.csr_matrix:
+    r""":math:`\tilde A^{[i]}`: the client's rows of :math:`A + I` over global columns (intra, cross, self-loops)."""
+    gid = client.global_id.cpu().numpy()
+    intra = client.edge_index.cpu().numpy()
+    cross = client.cross_edge_index.cpu().numpy()
+    rows = np.concatenate([intra[0], np.searchsorted(gid, cross[0]), np.arange(gid.size)])
+    cols = np.concatenate([gid[intra[1]], cross[1], gid])
+    adj = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(gid.size, num_nodes))
+    adj.data[:] = 1.0
+    return adj
+
+
+def _block_message(rows: np.ndarray, block: sp.csr_matrix) -> Payload:
+    coo = block.tocoo()
+    return {"abar_block_rows": torch.from_numpy(rows[coo.row].astype(np.int64)),
+            "abar_block_cols": torch.from_numpy(coo.col.astype(np.int64)),
+            "abar_block_values": torch.from_numpy(coo.data.astype(np.float64))}
+
+
+def distributed_abar(clients: list[Data], num_nodes: int, hops: int, pruning: str, p: int,
+                     channel: Channel) -> list[sp.csr_matrix]:
+    r"""Alg. 3 (App. D) run by the clients through ``channel``: each client's rows :math:`\bar A^{[i]}`.
+
+    Every product is computed by the client the paper assigns it to, from
+    what that client holds; every block crosses the channel as a message
+    from client :math:`k` to client :math:`i` (see the module docstring).
+    """
+    num_clients = len(clients)
+    names = [f"client{k}" for k in range(num_clients)]
+    sizes = [int(c.num_nodes) for c in clients]
+    tilde = [own_rows(c, num_nodes) for c in clients]
+    inverse_degree = [1.0 / np.asarray(t.sum(axis=1)).ravel() for t in tilde]
+    gids = [c.global_id.cpu().numpy() for c in clients]
+    # client k's incoming blocks: tilde A^[i]_k for each neighbour client i (rows: i's nodes, global ids)
+    incoming = []
+    for k, client in enumerate(clients):
+        blocks = {}
+        for i, edges in cross_blocks(client).items():
+            far, rows = np.unique(edges[1].numpy(), return_inverse=True)
+            blocks[i] = (far, sp.csr_matrix((np.ones(rows.size), (rows, edges[0].numpy())),
+                                            shape=(far.size, sizes[k])))
+        blocks[k] = (gids[k], tilde[k][:, gids[k]])  # intra edges and self-loops
+        incoming.append(blocks)
+    share = math.ceil(p / num_clients)
+    power = [sp.diags(inverse_degree[i]) @ tilde[i] for i in range(num_clients)]
+    for hop in range(1, hops + 1):
+        if hop > 1:
+            totals = [sp.csr_matrix((sizes[i], num_nodes)) for i in range(num_clients)]
+            for k in range(num_clients):
+                for i, (rows, a_ik) in incoming[k].items():
+                    block = (a_ik @ power[k]).tocsr()  # B_ik at client k
+                    if pruning == "block":
+                        block = prune_top(block, share * sizes[i])
+                    if i == k:
+                        totals[i] = totals[i] + block
+                        continue
+                    got = channel.send(names[k], names[i], _block_message(rows, block), PRE_TRAINING)
+                    local = np.searchsorted(gids[i], got["abar_block_rows"].numpy())
+                    totals[i] = totals[i] + sp.csr_matrix(
+                        (got["abar_block_values"].numpy(), (local, got["abar_block_cols"].numpy())),
+                        shape=(sizes[i], num_nodes))
+            power = [(sp.diags(inverse_degree[i]) @ totals[i]).tocsr() for i in range(num_clients)]
+        if pruning == "global":
+            keep = p * num_nodes
+            tops = []
+            for i in range(num_clients):
+                values = power[i].data
+                top = values if values.size <= keep else np.partition(values, values.size - keep)[-keep:]
+                tops.append(channel.send(names[i], SERVER, {"abar_top_values": torch.from_numpy(top.copy())},
+                                         PRE_TRAINING)["abar_top_values"].numpy())
+            threshold = torch.tensor(top_values_threshold(np.concatenate(tops), keep), dtype=torch.float64)
+            for i in range(num_clients):
+                tau = float(channel.send(SERVER, names[i], {"abar_threshold": threshold}, PRE_TRAINING)["abar_threshold"])
+                power[i] = prune_at(power[i], tau)
+    for matrix in power:
+        matrix.sort_indices()
+    return power
+
+
+def server_abar(data: Data, assignment: Tensor, clients: list[Data], hops: int, pruning: str, p: int,
+                channel: Channel) -> list[sp.csr_matrix]:
+    r"""App. H: the server, which knows the global graph, computes :math:`\bar A` and sends each client its rows."""
+    abar = multihop_adjacency(data.edge_index, int(data.num_nodes), hops, pruning=pruning, p=p,
+                              assignment=assignment)
+    out = []
+    for k, client in enumerate(clients):
+        coo = abar[client.global_id.cpu().numpy()].tocoo()
+        got = channel.send(SERVER, f"client{k}", {
+            "abar_rows": torch.from_numpy(coo.row.astype(np.int64)),
+            "abar_cols": torch.from_numpy(coo.col.astype(np.int64)),
+            "abar_values": torch.from_numpy(coo.data.astype(np.float64))}, PRE_TRAINING)
+        out.append(sp.csr_matrix((got["abar_values"].numpy(), (got["abar_rows"].numpy(), got["abar_cols"].numpy())),
+                                 shape=(int(client.num_nodes), abar.shape[1])))
+    return out
+
+
+# --------------------------------------------------------------------------- participants
+
+
+class FedStructServer(Server):
+    """Holds :math:`\\theta` and its Adam state (FedSGD) or the mean weights (FedAvg); never sees data."""
+
+    def __init__(self, model: FedStructModel, config: ExperimentConfig, training: str):
+        self.model = model
+        self.training = training
+        self.optimizer = make_optimizer(model.parameters(), config) if training == "fedsgd" else None
+        self.extra: dict[str, Tensor] = {}  # grad_S (FedSGD, Hop2Vec) or S (FedAvg, Hop2Vec)
+
+    def payload_for(self, client: Client, round: int) -> Payload:
+        return {**module_payload(self.model), **self.extra}
+
+    def apply_mean(self, mean: Payload, round: int) -> None:
+        extra = {k: mean.pop(k) for k in (GRAD_S, S_NAME) if k in mean}
+        if self.training == "fedsgd":
+            for name, param in self.model.named_parameters():
+                param.grad = mean[name].to(param.dtype)
+            self.optimizer.step()
+        else:
+            load_payload(self.model, mean)
+        self.extra = extra
+
+
+class FedStructClient(Client):
+    """One client: its subgraph, its rows of :math:`\\bar A`, the structure features it received."""
+
+    def __init__(self, cid: int, num_samples: int, model: FedStructModel, data: Data, abar: sp.csr_matrix,
+                 s: Tensor, learnable_s: bool, config: ExperimentConfig, training: str, loss: str,
+                 device: torch.device):
+        super().__init__(cid, num_samples)
+        self.model = model.to(device)
+        self.training, self.loss_kind, self.epochs = training, loss, config.local_epochs
+        self.x, self.edge_index, self.y = data.x.to(device), data.edge_index.to(device), data.y.to(device)
+        self.train_idx = data.train_mask.nonzero().view(-1).to(device)
+        self.eval_idx = {s_: getattr(data, f"{s_}_mask").nonzero().view(-1).to(device) for s_ in ("val", "test")}
+        self.minority = minority_mask(data.y, data.y[data.train_mask]).to(device)
+        # Prop. 1: only the structure features of the columns of its rows of A-bar are needed
+        columns = np.unique(abar.indices)
+        self.columns = torch.from_numpy(columns.astype(np.int64)).to(device)
+        compact = sp.csr_matrix((abar.data, np.searchsorted(columns, abar.indices), abar.indptr),
+                                shape=(abar.shape[0], columns.size))
+        self.abar = to_torch_sparse(compact).to(device)
+        self.s = s.to(device).requires_grad_(learnable_s)
+        self.learnable_s = learnable_s
+        params = list(self.model.parameters()) if training == "fedavg" else []
+        if learnable_s:
+            params.append(self.s)
+        self.optimizer = make_optimizer(params, config) if params else None
+
+    def forward(self) -> Tensor:
+        return self.model(self.x, self.edge_index, self.s.index_select(0, self.columns), self.abar)
+
+    def _loss(self, out: Tensor) -> Tensor:
+        logits = out[self.train_idx]
+        if self.loss_kind == "double_softmax":
+            logits = logits.softmax(dim=-1)
+        return F.cross_entropy(logits, self.y[self.train_idx])
+
+    def _step(self) -> None:
+        self.model.train()
+        self.model.zero_grad(set_to_none=True)
+        if self.s.grad is not None:
+            self.s.grad = None
+        if self.train_idx.numel():
+            self._loss(self.forward()).backward()
+
+    def receive(self, payload: Payload, round: int) -> None:
+        grad_s = payload.pop(GRAD_S, None)
+        s = payload.pop(S_NAME, None)
+        load_payload(self.model, payload)
+        if grad_s is not None:  # Alg. 2: S <- S - lambda_s grad_S L (here through Adam, as the server's theta)
+            self.s.grad = grad_s.to(self.s.device, self.s.dtype)
+            self.optimizer.step()
+            self.s.grad = None
+        if s is not None:
+            with torch.no_grad():
+                self.s.copy_(s)
+
+    def fit(self, round: int) -> Payload:
+        if self.training == "fedsgd":
+            self._step()
+            update = {n: (p.grad if p.grad is not None else torch.zeros_like(p)).detach()
+                      for n, p in self.model.named_parameters()}
+            if self.learnable_s:
+                update[GRAD_S] = (self.s.grad if self.s.grad is not None else torch.zeros_like(self.s)).detach()
+            return update
+        for _ in range(self.epochs):
+            self._step()
+            self.optimizer.step()
+        update = module_payload(self.model)
+        if self.learnable_s:
+            update[S_NAME] = self.s.detach()
+        return update
+
+    @torch.no_grad()
+    def evaluate(self) -> dict[str, Prediction]:
+        self.model.eval()
+        out = self.forward()
+        return {split: Prediction(out[idx], self.y[idx], self.minority[idx]) for split, idx in self.eval_idx.items()}
+
+
+class FusedLearner:
+    """FedSGD of all clients in one autograd pass per round (option ``simulation="fused"``, digest §2.8)."""
+
+    def __init__(self, model: FedStructModel, clients: list[Data], abar: list[sp.csr_matrix], s: Tensor,
+                 learnable_s: bool, weights: list[float], config: ExperimentConfig, loss: str, device: torch.device):
+        self.model = model.to(device)
+        self.loss_kind = loss
+        sizes = [int(c.num_nodes) for c in clients]
+        offsets = np.cumsum([0, *sizes])
+        self.x = torch.cat([c.x for c in clients]).to(device)
+        self.edge_index = torch.cat([c.edge_index + int(o) for c, o in zip(clients, offsets)], dim=1).to(device)
+        self.y = torch.cat([c.y for c in clients]).to(device)
+        self.abar = to_torch_sparse(sp.vstack(abar).tocsr()).to(device)
+        self.s = s.to(device).requires_grad_(learnable_s)
+        train = [c.train_mask.nonzero().view(-1) + int(o) for c, o in zip(clients, offsets)]
+        total = sum(weights)
+        self.train_idx = torch.cat(train).to(device)
+        self.train_weight = torch.cat([torch.full((t.numel(),), w / total / max(t.numel(), 1)) for t, w in
+                                       zip(train, weights)]).to(device)
+        self.views = [{split: getattr(c, f"{split}_mask").nonzero().view(-1).to(device) + int(o)
+                       for split in ("val", "test")} for c, o in zip(clients, offsets)]
+        self.minority = torch.cat([minority_mask(c.y, c.y[c.train_mask]) for c in clients]).to(device)
+        params = [*self.model.parameters(), *([self.s] if learnable_s else [])]
+        self.optimizer = make_optimizer(params, config)
+        self._trained_round, self._logits = 0, None
+
+    def forward(self) -> Tensor:
+        return self.model(self.x, self.edge_index, self.s, self.abar)
+
+    def train_round(self, round: int) -> None:
+        if round == self._trained_round:
+            return
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        logits = self.forward()[self.train_idx]
+        if self.loss_kind == "double_softmax":
+            logits = logits.softmax(dim=-1)
+        loss = (F.cross_entropy(logits, self.y[self.train_idx], reduction="none") * self.train_weight).sum()
+        loss.backward()
+        self.optimizer.step()
+        self._trained_round, self._logits = round, None
+
+    @torch.no_grad()
+    def predict(self, cid: int) -> dict[str, Prediction]:
+        if self._logits is None:
+            self.model.eval()
+            self._logits = self.forward()
+        return {split: Prediction(self._logits[idx], self.y[idx], self.minority[idx])
+                for split, idx in self.views[cid].items()}
+
+
+class FusedView(Client):
+    """Client ``cid``'s seat in the fused simulation: triggers the round's step, scores its own nodes."""
+
+    def __init__(self, cid: int, num_samples: int, learner: FusedLearner):
+        super().__init__(cid, num_samples)
+        self.learner = learner
+
+    def fit(self, round: int) -> None:
+        self.learner.train_round(round)
+        return None
+
+    def evaluate(self) -> dict[str, Prediction]:
+        return self.learner.predict(self.cid)
+
+
+# --------------------------------------------------------------------------- the algorithm
+
+
+@register_algorithm
+class FedStruct(Algorithm):
+    """FedStruct (Aliakbari et al., ICLR 2025); options in :mod:`fglcore.algorithms.fedstruct`."""
+
+    name = "fedstruct"
+    tasks = ("node",)
+    needs_cross_edges = True
+    default_options: dict[str, Any] = {
+        "nsf": "h2v", "structure_hops": 10, "feature_hops": 2, "pruning": "global", "prune_p": 30,
+        "abar_protocol": "clients", "structure_dim": 256, "structure_hidden": [256], "rw_steps": 50,
+        "h2v_init_std": 0.05, "training": "fedsgd", "weighting": "nodes", "loss": "logits",
+        "input_layer_norm": True, "simulation": "clients",
+    }
+    option_choices = {"nsf": NSF, "pruning": PRUNING, "abar_protocol": ("clients", "server"),
+                      "training": ("fedsgd", "fedavg"), "weighting": ("nodes", "labelled"),
+                      "loss": ("logits", "double_softmax"), "simulation": ("clients", "fused")}
+    citation = "Aliakbari, Östman and Graell i Amat, Decoupled Subgraph Federated Learning, ICLR 2025"
+
+    @classmethod
+    def check_config(cls, config: ExperimentConfig) -> None:
+        super().check_config(config)
+        o = cls.check_options(config.algorithm_options)
+        if config.model != "decoupled_gcn":
+            raise ConfigError(f"model: fedstruct's feature branch is a decoupled GCN, so model must be "
+                              f"'decoupled_gcn', got {config.model!r}")
+        for key, low in (("structure_hops", 1), ("feature_hops", 0), ("prune_p", 1), ("structure_dim", 1)):
+            if o[key] < low:
+                raise ConfigError(f"algorithm_options.{key}: must be >= {low}, got {o[key]}")
+        hidden = o["structure_hidden"]
+        if not all(isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in hidden):
+            raise ConfigError(f"algorithm_options.structure_hidden: must be a list of integers >= 1 (the hidden "
+                              f"widths of theta_s, e.g. [256]), got {hidden!r}")
+        if o["h2v_init_std"] <= 0:
+            raise ConfigError(f"algorithm_options.h2v_init_std: must be > 0, got {o['h2v_init_std']}")
+        if o["simulation"] == "fused" and o["training"] != "fedsgd":
+            raise ConfigError("algorithm_options.simulation: 'fused' simulates FedSGD only; use simulation='clients' "
+                              f"with training={o['training']!r}")
+        if o["nsf"] == "fedstar" and not 1 <= o["rw_steps"] < o["structure_dim"]:
+            raise ConfigError(f"algorithm_options.rw_steps: Fed* needs 1 <= rw_steps < structure_dim "
+                              f"({o['structure_dim']}), got {o['rw_steps']}")
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.federation.data.num_nodes)
+
+    def build(self, channel: Channel) -> tuple[Server | None, list[Client]]:
+        o, c = self.options, self.config
+        clients = self.clients_data
+        if (self.federation.assignment < 0).any():
+            raise ConfigError(f"partition: fedstruct needs every node in a client (Sec. 4: the V_i partition V); "
+                              f"{c.partition!r} drops nodes")
+        if o["abar_protocol"] == "clients":
+            abar = distributed_abar(clients, self.num_nodes, o["structure_hops"], o["pruning"], o["prune_p"], channel)
+        else:
+            abar = server_abar(self.federation.data, self.federation.assignment, clients, o["structure_hops"],
+                               o["pruning"], o["prune_p"], channel)
+        structure = self.share_structure_features(channel)
+        set_seed(c.seed)
+        model = FedStructModel(int(self.federation.num_features), c.hidden, int(self.federation.num_classes),
+                               o["structure_dim"], o["structure_hidden"], c.num_layers, o["feature_hops"],
+                               c.dropout, o["input_layer_norm"])
+        weights = [int(d.num_nodes) if o["weighting"] == "nodes" else int(d.train_mask.sum()) for d in clients]
+        if o["simulation"] == "fused":
+            learner = FusedLearner(model, clients, abar, structure[0], o["nsf"] == "h2v", weights, c, o["loss"],
+                                   self.device)
+            return None, [FusedView(k, w, learner) for k, w in enumerate(weights)]
+        server = FedStructServer(copy.deepcopy(model), c, o["training"])
+        participants = []
+        for k, data in enumerate(clients):
+            weight = weights[k]
+            participants.append(FedStructClient(k, weight, copy.deepcopy(model), data, abar[k], structure[k],
+                                                o["nsf"] == "h2v", c, o["training"], o["loss"], self.device))
+        return server, participants
+
+    def own_structure_features(self, k: int) -> Tensor:
+        """Client ``k``'s rows of :math:`S`, as it computes (Deg, Hop2Vec) or is given them (Fed⋆, see module)."""
+        o, data = self.options, self.clients_data[k]
+        if o["nsf"] == "deg":
+            return degree_features(data.global_degree, o["structure_dim"])
+        if o["nsf"] == "fedstar":
+            if not hasattr(self, "_fedstar"):
+                full = self.federation.data
+                self._fedstar = fedstar_features(full.edge_index, self.num_nodes, o["structure_dim"], o["rw_steps"])
+            return self._fedstar[data.global_id]
+        generator = torch.Generator().manual_seed(client_seed(self.config.seed, k))
+        return torch.randn(int(data.num_nodes), o["structure_dim"], generator=generator) * o["h2v_init_std"]
+
+    def share_structure_features(self, channel: Channel) -> list[Tensor]:
+        """Alg. 1-2: every client sends its rows of :math:`S` to every other client; each assembles :math:`S`."""
+        clients = self.clients_data
+        own = [self.own_structure_features(k) for k in range(len(clients))]
+        assembled = []
+        for i, data in enumerate(clients):
+            s = torch.zeros(self.num_nodes, self.options["structure_dim"])
+            s[data.global_id] = own[i]
+            for k, other in enumerate(clients):
+                if k != i:
+                    got = channel.send(f"client{k}", f"client{i}", {"nsf": own[k], "nsf_node_ids": other.global_id},
+                                       PRE_TRAINING)
+                    s[got["nsf_node_ids"]] = got["nsf"]
+            assembled.append(s)
+        return assembled

@@ -1,0 +1,238 @@
+"""FedStruct: Alg. 3 through the channel, what clients receive, FedSGD against its centralised equivalent."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch_geometric.data import Data
+from torch_geometric.utils import stochastic_blockmodel_graph
+
+from fglcore.algorithms import ALGORITHMS
+from fglcore.algorithms.fedstruct import distributed_abar, server_abar
+from fglcore.algorithms.training import make_optimizer
+from fglcore.config import ConfigError, ExperimentConfig
+from fglcore.data.federation import NodeFederation, build_clients
+from fglcore.data.multihop import multihop_adjacency
+from fglcore.data.node_structure import degree_features, fedstar_features
+from fglcore.fl.channel import Channel
+
+CPU = torch.device("cpu")
+N, K, FEATURES, CLASSES = 60, 3, 12, 3
+
+
+class RecordingChannel(Channel):
+    """A channel that also keeps every payload it delivers, to check what each participant received."""
+
+    def __init__(self):
+        super().__init__()
+        self.payloads: list[tuple[str, str, int, dict]] = []
+
+    def send(self, sender, receiver, payload, round):
+        received = super().send(sender, receiver, payload, round)
+        self.payloads.append((sender, receiver, round, {k: v.clone() for k, v in received.items()}))
+        return received
+
+
+def graph(seed: int = 0) -> Data:
+    """A 3-block SBM with class-correlated features, random 3-client assignment and a 30/20/50 split."""
+    torch.manual_seed(seed)
+    y = torch.arange(N) % CLASSES
+    edge_index = stochastic_blockmodel_graph([20, 20, 20], [[0.25, 0.03, 0.03], [0.03, 0.25, 0.03],
+                                                            [0.03, 0.03, 0.25]])
+    order = torch.argsort(torch.rand(N))  # blocks of the SBM are nodes 0-19, ...: relabel so y follows blocks
+    y = torch.empty(N, dtype=torch.long)
+    y[order] = torch.arange(N) // 20
+    edge_index = order[edge_index]
+    x = F.one_hot(y, FEATURES).float() + 0.8 * torch.randn(N, FEATURES)
+    perm = torch.randperm(N)
+    train, val, test = (torch.zeros(N, dtype=torch.bool) for _ in range(3))
+    train[perm[:18]], val[perm[18:30]], test[perm[30:]] = True, True, True
+    return Data(x=x, y=y, edge_index=edge_index, train_mask=train, val_mask=val, test_mask=test, num_nodes=N)
+
+
+@pytest.fixture(scope="module")
+def federation() -> NodeFederation:
+    data = graph()
+    assignment = torch.as_tensor(np.random.default_rng(0).integers(0, K, N))
+    clients = build_clients(data, assignment, keep_cross_edges=True)
+    return NodeFederation("sbm", data, clients, CLASSES, FEATURES, assignment)
+
+
+def config(**options) -> ExperimentConfig:
+    changes = options.pop("config", {})
+    base = dict(dataset="Cora", partition="random", num_clients=K, split="global_random", split_ratios=[0.1, 0.1, 0.8],
+                algorithm="fedstruct", model="decoupled_gcn", hidden=16, num_layers=2, dropout=0.0, rounds=3,
+                lr=0.01, weight_decay=5e-4, selection="last", seed=0,
+                algorithm_options={"structure_hops": 3, "structure_dim": 16, "structure_hidden": [16], "prune_p": 4, "rw_steps": 5,
+                                   **options})
+    return ExperimentConfig.from_dict({**base, **changes})
+
+
+@pytest.mark.parametrize("pruning,p", [("none", 4), ("global", 2), ("global", 4), ("block", 4)])
+def test_alg3_through_the_channel_equals_the_central_computation(federation, pruning, p):
+    data = federation.data
+    expected = multihop_adjacency(data.edge_index, N, 4, pruning=pruning, p=p, assignment=federation.assignment)
+    channel = RecordingChannel()
+    rows = distributed_abar(federation.clients, N, 4, pruning, p, channel)
+    for client, mine in zip(federation.clients, rows):
+        assert np.allclose(mine.toarray(), expected[client.global_id.numpy()].toarray(), atol=1e-12)
+    assert np.allclose(np.vstack([r.toarray() for r in rows])[np.argsort(torch.cat(
+        [c.global_id for c in federation.clients]).numpy())], expected.toarray(), atol=1e-12)
+    # every block a client receives concerns its own rows only; global pruning adds values, never positions
+    for sender, receiver, round_, payload in channel.payloads:
+        assert round_ == 0
+        if receiver == "server":
+            assert set(payload) == {"abar_top_values"} and pruning == "global"
+            continue
+        k = int(receiver.removeprefix("client"))
+        if sender == "server":
+            assert set(payload) == {"abar_threshold"}
+            continue
+        assert set(payload) == {"abar_block_rows", "abar_block_cols", "abar_block_values"}
+        assert bool((federation.assignment[payload["abar_block_rows"]] == k).all())
+    served = server_abar(data, federation.assignment, federation.clients, 4, pruning, p, Channel())
+    assert all(np.allclose(a.toarray(), b.toarray(), atol=1e-12) for a, b in zip(rows, served))
+
+
+def test_structure_features(federation):
+    for client in federation.clients:
+        s = degree_features(client.global_degree, 16)
+        degree = torch.bincount(federation.data.edge_index[0], minlength=N)[client.global_id]
+        assert torch.equal(s.argmax(1), degree.clamp(max=15)) and torch.equal(s.sum(1), torch.ones(len(s)))
+    fs = fedstar_features(federation.data.edge_index, N, width=16, rw_steps=5)
+    a = np.zeros((N, N))
+    a[federation.data.edge_index[0].numpy(), federation.data.edge_index[1].numpy()] = 1
+    a_hat = (a + np.eye(N)) / (a + np.eye(N)).sum(1, keepdims=True)
+    diagonals = np.stack([np.diag(np.linalg.matrix_power(a_hat, k)) for k in range(1, 6)], axis=1)
+    assert np.allclose(fs[:, :5].numpy(), diagonals, atol=1e-6) and fs.shape == (N, 16)
+    from fglcore.data.node_structure import return_probabilities
+    from fglcore.data.structure import random_walk_encoding
+    from torch_geometric.utils import add_remaining_self_loops
+
+    looped, _ = add_remaining_self_loops(federation.data.edge_index, num_nodes=N)
+    assert torch.allclose(return_probabilities(federation.data.edge_index, N, 7, cache=False),
+                          random_walk_encoding(looped, N, 7), atol=1e-6)  # FedStar's sparse RWSE, same numbers
+    with pytest.raises(ConfigError, match="rw_steps"):
+        fedstar_features(federation.data.edge_index, N, width=16, rw_steps=16)
+
+
+@pytest.mark.parametrize("nsf", ["h2v", "deg", "fedstar"])
+def test_clients_receive_structure_and_model_quantities_only(federation, nsf):
+    channel = RecordingChannel()
+    algorithm = ALGORITHMS.get("fedstruct")(config(nsf=nsf), federation, CPU)
+    result = algorithm.run(channel)
+    assert 0.0 <= result.metrics["test_accuracy"] <= 1.0
+    params = set(dict(algorithm.server.model.named_parameters()))
+    members = {f"client{k}": set(c.global_id.tolist()) for k, c in enumerate(federation.clients)}
+    structure = {"abar_block_rows", "abar_block_cols", "abar_block_values", "abar_threshold", "nsf", "nsf_node_ids"}
+    for sender, receiver, round_, payload in channel.payloads:
+        names = set(payload)
+        if receiver == "server":
+            assert names <= params | {"grad_S", "num_samples", "abar_top_values"}, names
+            assert "grad_S" not in names or nsf == "h2v"
+            continue
+        assert names <= params | structure | {"grad_S"}, names
+        if round_ == 0:
+            assert names <= structure
+        if "abar_block_rows" in names:  # a block of A-hat^l restricted to the receiver's own rows
+            assert set(payload["abar_block_rows"].tolist()) <= members[receiver]
+        if "nsf" in names:  # structure features of the sender's nodes, never their features
+            assert set(payload["nsf_node_ids"].tolist()) == members[sender]
+            assert payload["nsf"].shape == (len(members[sender]), 16)
+    # the ledger shows what each client received of A-bar and of the other clients' S
+    ledger = result.ledger
+    for k in range(K):
+        assert ledger.total_bytes(receiver=f"client{k}", name="nsf") == sum(
+            len(members[f"client{j}"]) * 16 * 4 for j in range(K) if j != k)
+    assert {"x", "y", "edge_index", "train_mask"}.isdisjoint(ledger.names())
+
+
+def test_fedsgd_equals_its_centralised_equivalent(federation):
+    """Digest §2.8: full-batch FedSGD from one initialisation is one centralised run on the weighted loss."""
+    cfg = config(nsf="h2v", weighting="labelled")
+    algorithm = ALGORITHMS.get("fedstruct")(cfg, federation, CPU)
+    server, clients = algorithm.build(Channel())
+    model = copy.deepcopy(server.model)
+    for module in model.modules():  # one reference model evaluated on every client's graph
+        if hasattr(module, "cached"):
+            module.cached = False
+    s = clients[0].s.detach().clone().requires_grad_(True)
+    optimizer = make_optimizer([*model.parameters(), s], cfg)
+    weights = torch.tensor([float(c.num_samples) for c in clients])
+    weights = weights / weights.sum()
+    for _ in range(cfg.rounds):
+        optimizer.zero_grad()
+        loss = sum(w * F.cross_entropy(model(c.x, c.edge_index, s[c.columns], c.abar)[c.train_idx], c.y[c.train_idx])
+                   for w, c in zip(weights, clients))
+        loss.backward()
+        optimizer.step()
+    result = algorithm.run()
+    model.eval()
+    for client in algorithm.clients:
+        with torch.no_grad():
+            expected = model(client.x, client.edge_index, s[client.columns], client.abar)
+            got = client.model.eval()(client.x, client.edge_index, client.s[client.columns], client.abar)
+        assert torch.allclose(got, expected, atol=1e-5)
+        assert torch.allclose(client.s, s, atol=1e-6)
+    assert result.selected_round == cfg.rounds
+
+
+@pytest.mark.parametrize("options", [{"training": "fedavg", "nsf": "h2v"}, {"loss": "double_softmax"},
+                                     {"abar_protocol": "server", "pruning": "block"}])
+def test_variants_run(federation, options):
+    result = ALGORITHMS.get("fedstruct")(config(**options), federation, CPU).run()
+    assert 0.0 <= result.metrics["test_accuracy"] <= 1.0
+
+
+def test_secure_aggregation_gives_the_same_model(federation):
+    plain = ALGORITHMS.get("fedstruct")(config(nsf="h2v"), federation, CPU)
+    plain.run()
+    secure = ALGORITHMS.get("fedstruct")(config(nsf="h2v", config={"secure_aggregation": True}), federation, CPU)
+    result = secure.run()
+    assert "masked_update" in result.ledger.names(receiver="server")
+    for a, b in zip(plain.clients, secure.clients):
+        assert torch.allclose(a.s, b.s, atol=1e-5)
+        for (name, p), q in zip(a.model.named_parameters(), b.model.parameters()):
+            assert torch.allclose(p, q, atol=1e-5), name
+
+
+def test_options_are_validated():
+    with pytest.raises(ConfigError, match="model must be 'decoupled_gcn'"):
+        config(config={"model": "gcn"})
+    with pytest.raises(ConfigError, match="nsf"):
+        config(nsf="gdv2")
+    with pytest.raises(ConfigError, match="structure_hidden"):
+        config(structure_hidden=[0])
+    with pytest.raises(ConfigError, match="structure_hops"):
+        config(structure_hops=0)
+    with pytest.raises(ConfigError, match="unknown fedstruct option 'prune'"):
+        config(prune=3)
+    with pytest.raises(ConfigError, match="pruning"):
+        config(pruning="top")
+
+
+def test_same_seed_same_numbers(federation):
+    cfg = config(nsf="h2v", config={"dropout": 0.5})
+    first = ALGORITHMS.get("fedstruct")(cfg, federation, CPU).run()
+    second = ALGORITHMS.get("fedstruct")(cfg, federation, CPU).run()
+    assert first.history == second.history
+    other = ALGORITHMS.get("fedstruct")(cfg.replace(seed=1), federation, CPU).run()
+    assert other.history != first.history
+
+
+@pytest.mark.parametrize("nsf,weighting", [("h2v", "nodes"), ("deg", "labelled")])
+def test_fused_simulation_follows_the_clients_trajectory(federation, nsf, weighting):
+    clients = ALGORITHMS.get("fedstruct")(config(nsf=nsf, weighting=weighting), federation, CPU).run()
+    fused_algorithm = ALGORITHMS.get("fedstruct")(config(nsf=nsf, weighting=weighting, simulation="fused"),
+                                                  federation, CPU)
+    fused = fused_algorithm.run()
+    for a, b in zip(clients.history, fused.history):
+        assert a["round"] == b["round"] and a["test_accuracy"] == pytest.approx(b["test_accuracy"])
+        assert a["test_loss"] == pytest.approx(b["test_loss"], abs=1e-5)
+    assert fused.ledger.names() <= {"abar_block_rows", "abar_block_cols", "abar_block_values", "abar_top_values",
+                                    "abar_threshold", "nsf", "nsf_node_ids"}  # no per-round traffic recorded
+    with pytest.raises(ConfigError, match="'fused' simulates FedSGD only"):
+        config(simulation="fused", training="fedavg")
