@@ -67,7 +67,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.fresh:
         notebooks.check_profile(args.profile)
         out_dir = _fresh_folder(out_dir, args.profile, notebooks.paper_of(notebook))
-    overrides = {key: notebooks.parse_override(value) for key, value in args.parameter}
+    overrides = {key: notebooks.parse_override(value, key) for key, value in args.parameter}
     _, out = notebooks.prepare(notebook, args.profile, overrides, out_dir)
     _withdraw_stop(out)
     tally = RunTally()
