@@ -49,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     stop = sub.add_parser("stop", help="ask the running sweeps of papers to stop once their current runs are stored")
     stop.add_argument("papers", nargs="*")
     stop.add_argument("--profile", default="quick", help="smoke | quick | full (default quick)")
+    stop.add_argument("--out", type=Path, action="append", default=[],
+                      help="an output folder given to fgl run --out (or a --fresh folder); repeatable, instead of papers")
 
     datasets = sub.add_parser("datasets", help="list datasets and whether they are present, in the mirror or missing")
     datasets.add_argument("datasets", nargs="*", metavar="NAME_OR_PATH",
@@ -193,6 +195,16 @@ def _stop(args: argparse.Namespace) -> int:
     from fglcore import notebooks, paths
     from fglcore.experiment import request_stop
 
+    if args.out:
+        if args.papers:
+            raise ConfigError(f"fgl stop: give papers or --out, not both (got {' '.join(args.papers)} and --out)")
+        for folder in args.out:
+            if not folder.is_dir():
+                raise ConfigError(f"--out: {str(folder)!r} is not a folder; accepted: the output folder of a running "
+                                  "fgl run --out (the folder holding its results.csv)")
+            path = request_stop(folder.resolve())
+            _say(f"asked the sweeps writing to {folder} to stop once their current runs are stored ({path})")
+        return 0
     notebooks.check_profile(args.profile)
     for paper in args.papers or notebooks.papers():
         notebooks.notebooks_of(paper)  # an unknown paper is rejected
@@ -252,7 +264,11 @@ def _in_parallel(tasks: Sequence[Callable[[], Any]], workers: int) -> list[Any]:
 
 
 def _say(line: str) -> None:
-    print(line, flush=True)
+    """Print a line above any progress bar on the terminal (papermill's cell bar), never glued to it."""
+    from tqdm import tqdm
+
+    tqdm.write(line)
+    sys.stdout.flush()
 
 
 def _warn(line: str) -> None:
