@@ -290,8 +290,7 @@ def execute(notebook: str | os.PathLike, profile: str, overrides: Mapping[str, A
         papermill.execute_notebook(
             str(notebook), str(staging / Path(notebook).name), parameters=params, kernel_name="python3",
             cwd=str(Path(notebook).resolve().parent), progress_bar=progress,
-            kernel_manager_class=kernel_manager({"FGL_OUTPUT_STAGING": f"{out.resolve()}{os.pathsep}{staging}",
-                                                 "FGL_EXIT_WITH_PARENT": "1"}),
+            kernel_manager_class=kernel_manager({"FGL_OUTPUT_STAGING": f"{out.resolve()}{os.pathsep}{staging}"}),
         )
         _publish(staging, out)
     finally:
@@ -300,7 +299,13 @@ def execute(notebook: str | os.PathLike, profile: str, overrides: Mapping[str, A
 
 
 def kernel_manager(env: Mapping[str, str]):
-    """A jupyter kernel manager class whose kernels get ``env`` on top of this process's environment."""
+    """A jupyter kernel manager class whose kernels get ``env`` on top of this process's environment.
+
+    Its kernels talk over IPC (Unix sockets in a private temporary folder) rather than TCP on localhost,
+    so they neither open ports nor warn that TCP runs without encryption.
+    """
+    import tempfile
+
     from jupyter_client.manager import AsyncKernelManager
 
     extra = dict(env)
@@ -308,7 +313,17 @@ def kernel_manager(env: Mapping[str, str]):
     class FglKernelManager(AsyncKernelManager):
         async def start_kernel(self, **kw: Any) -> None:
             kw["env"] = {**os.environ, **kw.get("env", {}), **extra}
+            if os.name == "posix":
+                self._ipc_folder = tempfile.TemporaryDirectory(prefix="fgl-kernel-")
+                self.transport = "ipc"
+                self.ip = os.path.join(self._ipc_folder.name, "k")
             await super().start_kernel(**kw)
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            await super()._async_cleanup_resources(restart=restart)
+            folder = getattr(self, "_ipc_folder", None)
+            if folder is not None and not restart:
+                folder.cleanup()
 
     return FglKernelManager
 

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import os
 import random
-import threading
-import time
 
 import numpy as np
 import torch
@@ -54,30 +52,3 @@ def get_device(preference: str = "auto") -> torch.device:
         raise RuntimeError(f"device {preference!r} requested but CUDA is not available; use 'auto' or 'cpu'")
     return torch.device(preference)
 
-
-
-_watching = False
-
-
-def exit_with_parent(interval: float = 1.0) -> None:
-    """Exit this process (a notebook kernel) as soon as the process that started it is gone.
-
-    ``fgl`` sets ``FGL_EXIT_WITH_PARENT=1`` for its kernels, and importing
-    :mod:`fglcore` calls this: a daemon thread checks every ``interval``
-    seconds whether the parent process changed (it is re-parented when
-    ``fgl`` is killed) and then exits at once. A run in progress loses
-    nothing stored: finished runs are in ``results.csv``, its claim is an OS
-    lock that dies with the process, and its round checkpoint resumes it.
-    """
-    global _watching
-    if _watching:
-        return
-    _watching = True
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(interval)
-        os._exit(143)
-
-    threading.Thread(target=watch, name="fgl-exit-with-parent", daemon=True).start()

@@ -23,8 +23,6 @@ variable                     kind      default                        what it do
 ``FGL_OUTPUT_STAGING``       text      none                           set by ``fgl`` for its kernels: ``<output folder>``
                                                                       and ``<staging folder>`` joined by ``os.pathsep``;
                                                                       the notebook writes into the staging folder
-``FGL_EXIT_WITH_PARENT``     switch    off                            set by ``fgl`` for its kernels: the kernel exits
-                                                                      when the process that started it is gone
 ===========================  ========  =============================  ==============================================
 
 A switch accepts ``1``/``0``, ``true``/``false``, ``yes``/``no`` or
@@ -136,8 +134,6 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in (
     Setting("output_staging", "FGL_OUTPUT_STAGING", "text", None,
             "Set by fgl for its kernels: the output folder and the staging folder the notebook writes into instead, "
             "joined by os.pathsep (outputs replace the stored ones only when the run succeeds)."),
-    Setting("exit_with_parent", "FGL_EXIT_WITH_PARENT", "switch", False,
-            "Set by fgl for its kernels: a kernel exits when the fgl process that started it is gone."),
 )}
 """Every setting, by key."""
 
