@@ -143,15 +143,17 @@ def parameters_named(names: Mapping[str, str]) -> Iterator[None]:
         raise ConfigError(f"parameter {name!r}: {message}") from None
 
 
-def check_datasets(name: str, value: Any, task: str) -> None:
-    """The notebook parameter ``name`` holds datasets (a name or path, or a list of them) of ``task``."""
+def check_datasets(name: str, value: Any, task: str | None = None) -> None:
+    """The notebook parameter ``name`` holds datasets (a registered name or a path to a user's graph, or a
+    list of them), of ``task`` (``"node"``, ``"graph"``) when given; the error keeps its type
+    (:class:`~fglcore.data.datasets.DatasetError` and its subclasses)."""
     from fglcore.data.datasets import check_dataset
 
     for v in value if isinstance(value, (list, tuple)) else [value]:
         try:
             check_dataset(v, task)
         except ConfigError as err:
-            raise ConfigError(f"parameter {name!r}: {err}") from None
+            raise type(err)(f"parameter {name!r}: {err}") from None
 
 
 def check_lists(**lists: Any) -> None:
