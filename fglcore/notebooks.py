@@ -286,20 +286,47 @@ def execute(notebook: str | os.PathLike, profile: str, overrides: Mapping[str, A
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     (staging / "results.csv").symlink_to((out / "results.csv").resolve())
+    log = staging.parent / f"{staging.name}.kernel.log"  # beside, not inside: never published
     try:
-        papermill.execute_notebook(
-            str(notebook), str(staging / Path(notebook).name), parameters=params, kernel_name="python3",
-            cwd=str(Path(notebook).resolve().parent), progress_bar=progress,
-            kernel_manager_class=kernel_manager({"FGL_OUTPUT_STAGING": f"{out.resolve()}{os.pathsep}{staging}"}),
-        )
+        with open(log, "w") as kernel_stderr:
+            papermill.execute_notebook(
+                str(notebook), str(staging / Path(notebook).name), parameters=params, kernel_name="python3",
+                cwd=str(Path(notebook).resolve().parent), progress_bar=progress,
+                kernel_manager_class=kernel_manager({"FGL_OUTPUT_STAGING": f"{out.resolve()}{os.pathsep}{staging}"},
+                                                    stderr=kernel_stderr),
+            )
         _publish(staging, out)
     finally:
+        _relay_kernel_log(log)
         shutil.rmtree(staging, ignore_errors=True)
     return out / Path(notebook).name
 
 
-def kernel_manager(env: Mapping[str, str]):
-    """A jupyter kernel manager class whose kernels get ``env`` on top of this process's environment.
+KERNEL_NOISE = (
+    "KeyboardInterrupt caught in kernel",  # the interrupt jupyter_client sends a kernel it shuts down
+    "Kernel is running over TCP without encryption",
+)
+"""Lines of a kernel's own stderr that say nothing about the run; every other line is shown."""
+
+
+def _relay_kernel_log(log: Path) -> None:
+    """Print what the kernel process wrote to its stderr, less :data:`KERNEL_NOISE`, and remove the log."""
+    import sys
+
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return
+    finally:
+        log.unlink(missing_ok=True)
+    for line in lines:
+        if line.strip() and not any(noise in line for noise in KERNEL_NOISE):
+            print(line, file=sys.stderr, flush=True)
+
+
+def kernel_manager(env: Mapping[str, str], stderr: Any = None):
+    """A jupyter kernel manager class whose kernels get ``env`` on top of this process's environment, and
+    write their process's stderr to ``stderr`` (a file) when given.
 
     Its kernels talk over IPC (Unix sockets in a private temporary folder) rather than TCP on localhost,
     so they neither open ports nor warn that TCP runs without encryption.
@@ -313,6 +340,8 @@ def kernel_manager(env: Mapping[str, str]):
     class FglKernelManager(AsyncKernelManager):
         async def start_kernel(self, **kw: Any) -> None:
             kw["env"] = {**os.environ, **kw.get("env", {}), **extra}
+            if stderr is not None:
+                kw["stderr"] = stderr
             if os.name == "posix":
                 self._ipc_folder = tempfile.TemporaryDirectory(prefix="fgl-kernel-")
                 self.transport = "ipc"
