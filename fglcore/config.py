@@ -151,6 +151,12 @@ class ExperimentConfig:
                 raise ConfigError(
                     f"num_clients: {self.num_clients} is too many for {info.name!r} ({nodes} nodes) partitioned by "
                     f"{self.partition!r}; accepted: 1 to {most}")
+        else:
+            most = partitioner.max_clients(self.dataset, options)
+            if most is not None and self.num_clients > most:
+                raise ConfigError(
+                    f"num_clients: {self.num_clients} is too many for {info.name!r} partitioned by "
+                    f"{self.partition!r} (it would leave clients without graphs); accepted: 1 to {most}")
         algorithm.check_config(self)
 
     def to_dict(self) -> dict[str, Any]:

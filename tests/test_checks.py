@@ -93,6 +93,20 @@ def test_config_refuses_more_clients_than_the_partitioner_can_form():
     assert ExperimentConfig.from_dict({"dataset": "Cora", "partition": "louvain", "num_clients": 128})
 
 
+def test_graph_counts_match_the_loaded_data_and_bound_the_shards():
+    from fglcore.data.datasets import GRAPH_COUNTS, dataset_status, load_graph_dataset
+
+    present = [n for n in GRAPH_COUNTS if dataset_status(n).status == "present"] or ["MUTAG"]
+    for name in present:
+        assert len(load_graph_dataset(name)) == GRAPH_COUNTS[name], name
+    chem4 = {"dataset": "chem", "partition": "dataset_chunks", "split": "graph_stratified",
+             "split_ratios": [0.8, 0.1, 0.1], "algorithm": "fedavg", "model": "gin",
+             "partition_options": {"members": ["MUTAG", "BZR", "COX2", "PTC_MR"]}}
+    assert ExperimentConfig.from_dict({**chem4, "num_clients": 4 * 188})  # MUTAG's 188 graphs, one per client
+    with pytest.raises(ConfigError, match=r"num_clients: 756 is too many .* accepted: 1 to 752"):
+        ExperimentConfig.from_dict({**chem4, "num_clients": 4 * 189})
+
+
 def test_node_counts_match_the_loaded_data():
     from fglcore.data.datasets import NODE_COUNTS, dataset_names, dataset_status, load_node_data
 

@@ -537,6 +537,14 @@ NODE_COUNTS: dict[str, int] = {
 of clients is checked before anything loads (``tests/test_datasets.py`` checks them against the loaded data)."""
 
 
+GRAPH_COUNTS: dict[str, int] = {
+    "AIDS": 2000, "BZR": 405, "COX2": 467, "DHFR": 756, "ENZYMES": 600, "IMDB-BINARY": 1000, "Letter-low": 2250,
+    "MUTAG": 188, "NCI1": 4110, "PROTEINS": 1113, "PTC_MR": 344,
+}
+"""Graphs of TU datasets, as loaded here (checked by ``tests/test_checks.py``), so that partitioners that cut a
+dataset into shards are checked before anything loads; a dataset missing here is checked when it loads."""
+
+
 def num_nodes(value: str | os.PathLike) -> int:
     """Nodes of a node-classification dataset (registered name or user's graph), without loading a registered one."""
     info = check_dataset(value, "node")

@@ -99,12 +99,19 @@ class PartitionerSpec:
     cacheable: bool = True
     client_limit: Callable[[int, Mapping[str, Any]], int] | None = field(default=None, repr=False)
 
-    def max_clients(self, num_nodes: int, options: Mapping[str, Any] | None = None) -> int:
-        """The most clients this partitioner can form from ``num_nodes`` nodes with ``options`` (merged over
-        :attr:`defaults`): ``client_limit`` where it is declared, else one node per client."""
+    def max_clients(self, size: Any, options: Mapping[str, Any] | None = None) -> int | None:
+        """The most clients this partitioner can form with ``options`` (merged over :attr:`defaults`).
+
+        Node partitioners: ``size`` is the graph's number of nodes, and the answer ``client_limit`` where it is
+        declared, else one node per client. Graph partitioners: ``size`` is the dataset (name or path), and
+        the answer ``client_limit``'s, ``None`` where it cannot be known before the data loads.
+        """
+        options = {**self.defaults, **(options or {})}
+        if self.task == "graph":
+            return None if self.client_limit is None else self.client_limit(size, options)
         if self.client_limit is None:
-            return num_nodes
-        return min(num_nodes, self.client_limit(num_nodes, {**self.defaults, **(options or {})}))
+            return size
+        return min(size, self.client_limit(size, options))
 
     def validate_options(self, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``defaults`` updated by ``options``; unknown keys, wrong types or values raise :class:`ConfigError`."""
@@ -163,11 +170,24 @@ GRAPH_FEDERATION_CHOICES: dict[str, tuple[str, ...]] = {
 
 
 def register_graph_partitioner(name: str, defaults: Mapping[str, Any], description: str, *,
-                               choices: Mapping[str, tuple[str, ...]] | None = None
+                               choices: Mapping[str, tuple[str, ...]] | None = None,
+                               client_limit: Callable[[str, Mapping[str, Any]], int | None] | None = None
                                ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """:func:`register_partitioner` for a graph partitioner, adding :data:`GRAPH_FEDERATION_OPTIONS`."""
+    """:func:`register_partitioner` for a graph partitioner, adding :data:`GRAPH_FEDERATION_OPTIONS`.
+
+    ``client_limit(dataset, options)`` is the most clients it can form from ``dataset`` (``None``: unknown
+    before loading), checked by :meth:`fglcore.config.ExperimentConfig.validate`."""
     return register_partitioner(name, "graph", {**defaults, **GRAPH_FEDERATION_OPTIONS}, description,
-                                choices={**(choices or {}), **GRAPH_FEDERATION_CHOICES})
+                                choices={**(choices or {}), **GRAPH_FEDERATION_CHOICES}, client_limit=client_limit)
+
+
+def _chunks_limit(name: str, options: Mapping[str, Any]) -> int | None:
+    """``dataset_chunks``: every chosen dataset cut into as many shards, none empty (graph counts known up front)."""
+    from fglcore.data.datasets import GRAPH_COUNTS
+
+    chosen = select_members(name, options["members"], options["exclude"])
+    counts = [GRAPH_COUNTS.get(member) for member in chosen]
+    return None if None in counts else len(chosen) * min(counts)
 
 
 class GraphShard(NamedTuple):
@@ -829,7 +849,7 @@ def rand_chunks(num_graphs: int, num_shards: int, seed: int, max_slice: int = 50
 
 @register_graph_partitioner("dataset_chunks", {"members": [], "exclude": [], "max_slice": 50},
                             "every TU dataset of a group cut into num_clients/len(members) random chunks "
-                            "(FedStar Fig. 4, _randChunk)")
+                            "(FedStar Fig. 4, _randChunk)", client_limit=_chunks_limit)
 def dataset_chunks_partition(name: str, num_clients: int, seed: int, *, members: list = (), exclude: list = (),
                              max_slice: int = 50) -> list[GraphShard]:
     """FedStar's many-clients setting (Tan et al., AAAI 2023, Fig. 4; code ``prepareData_multiDS_multi``).
