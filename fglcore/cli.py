@@ -3,7 +3,8 @@
 Exit status 2 means the request was rejected before anything ran (unknown
 parameter, wrong type, unknown name); the message says what is accepted.
 Exit status 3 means a sweep stopped on request (``fgl stop``) with every
-finished run stored; the same command resumes it.
+finished run stored; the same command resumes it. Exit status 130 means it
+was interrupted (Ctrl-C); finished runs are stored there too.
 """
 from __future__ import annotations
 
@@ -314,6 +315,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, UnknownNameError) as err:
         print(f"fgl: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: the kernel is shut down, stored outputs are untouched
+        print("fgl: interrupted; every finished run is stored and the same command resumes; the stored "
+              "notebooks, figures and tables were left as they were", file=sys.stderr)
+        return 130
     except Exception as err:  # a notebook cell failed: papermill names the cell and keeps the partial notebook
         if type(err).__name__ != "PapermillExecutionError":
             raise

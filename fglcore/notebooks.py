@@ -296,6 +296,9 @@ def execute(notebook: str | os.PathLike, profile: str, overrides: Mapping[str, A
                                                     stderr=kernel_stderr),
             )
         _publish(staging, out)
+    except KeyboardInterrupt:
+        log.unlink(missing_ok=True)  # the kernel's complaints about being shut down mid-cell say nothing
+        raise
     finally:
         _relay_kernel_log(log)
         shutil.rmtree(staging, ignore_errors=True)
