@@ -4,8 +4,17 @@ A notebook's ``parameters`` cell (papermill tag) holds one literal per line,
 each with a comment. That cell is the schema of the notebook: a parameter
 set for a profile (``params/<paper>/<notebook>.<profile>.yaml``) or a
 command-line override may only name keys it defines, with values of the same
-type, and registered names (datasets, partitions, algorithms, models) or
-ranges are checked by :mod:`fglcore.config` -- all before anything runs.
+type (members of lists too) and finite numbers. Then the notebook's plan
+(:data:`PLANS`), the library function its cells call to build what they run,
+builds every configuration from the full parameter set, so ranges, registered
+names, tasks and combinations are checked by :mod:`fglcore.config` -- all
+before the kernel starts (:func:`prepare`; a :class:`ConfigError` names the
+parameter).
+
+:func:`execute` runs the notebook into a staging folder beside the output
+folder and moves the executed notebook and what it wrote into place only
+when every cell succeeded; the run store ``results.csv`` is written through
+as runs finish.
 """
 from __future__ import annotations
 
