@@ -92,7 +92,8 @@ CASES: list[Case] = [
     _p(FS3, "stand_in_clients", "0"), _p(FS3, "stand_in_clients", "-2"), _p(FS3, "stand_in_clients", "100000"),
     _p(FS3, "stand_in_clients", "null"),
     _p(FS3, "variants", "[bogus]"), _p(FS3, "variants", "[]"),
-    _p(FS3, "datasets", "[]"), _p(FS3, "datasets", "[PubMed]", valid=True),  # valid where PubMed is available _p(FS3, "datasets", "[MUTAG]"),
+    _p(FS3, "datasets", "[]"), _p(FS3, "datasets", "[PubMed]", valid=True),  # valid where PubMed is available
+    _p(FS3, "datasets", "[MUTAG]"),
     _p(FS3, "datasets", "[Coraa]"), _p(FS3, "models", "[]"), _p(FS3, "models", "[bogus]"),
     _p(FS3, "methods", "[fedstar]"), _p(FS3, "methods", "[]"), _p(FS3, "rounds", "0"), _p(FS3, "seeds", "[]"),
     _p(FS3, "opfgl_datasets", "[Coraa]"), _p(FS3, "opfgl_tables", "[opfgl99]"), _p(FS3, "opfgl_rounds", "0"),
