@@ -3,7 +3,8 @@
 Exit status 2 means the request was rejected before anything ran (unknown
 parameter, wrong type, unknown name); the message says what is accepted.
 Exit status 3 means a sweep stopped on request (``fgl stop``) with every
-finished run stored; the same command resumes it.
+finished run stored; the same command resumes it. Exit status 130 means it
+was interrupted (Ctrl-C); finished runs are stored there too.
 """
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     stop = sub.add_parser("stop", help="ask the running sweeps of papers to stop once their current runs are stored")
     stop.add_argument("papers", nargs="*")
     stop.add_argument("--profile", default="quick", help="smoke | quick | full (default quick)")
+    stop.add_argument("--out", type=Path, action="append", default=[],
+                      help="an output folder given to fgl run --out (or a --fresh folder); repeatable, instead of papers")
 
     datasets = sub.add_parser("datasets", help="list datasets and whether they are present, in the mirror or missing")
     datasets.add_argument("datasets", nargs="*", metavar="NAME_OR_PATH",
@@ -72,7 +75,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.fresh:
         notebooks.check_profile(args.profile)
         out_dir = _fresh_folder(out_dir, args.profile, notebooks.paper_of(notebook))
-    overrides = {key: notebooks.parse_override(value) for key, value in args.parameter}
+    overrides = {key: notebooks.parse_override(value, key) for key, value in args.parameter}
     _, out = notebooks.prepare(notebook, args.profile, overrides, out_dir)
     _withdraw_stop(out)
     tally = RunTally()
@@ -198,6 +201,16 @@ def _stop(args: argparse.Namespace) -> int:
     from fglcore import notebooks, paths
     from fglcore.experiment import request_stop
 
+    if args.out:
+        if args.papers:
+            raise ConfigError(f"fgl stop: give papers or --out, not both (got {' '.join(args.papers)} and --out)")
+        for folder in args.out:
+            if not folder.is_dir():
+                raise ConfigError(f"--out: {str(folder)!r} is not a folder; accepted: the output folder of a running "
+                                  "fgl run --out (the folder holding its results.csv)")
+            path = request_stop(folder.resolve())
+            _say(f"asked the sweeps writing to {folder} to stop once their current runs are stored ({path})")
+        return 0
     notebooks.check_profile(args.profile)
     for paper in args.papers or notebooks.papers():
         notebooks.notebooks_of(paper)  # an unknown paper is rejected
@@ -257,7 +270,11 @@ def _in_parallel(tasks: Sequence[Callable[[], Any]], workers: int) -> list[Any]:
 
 
 def _say(line: str) -> None:
-    print(line, flush=True)
+    """Print a line above any progress bar on the terminal (papermill's cell bar), never glued to it."""
+    from tqdm import tqdm
+
+    tqdm.write(line)
+    sys.stdout.flush()
 
 
 def _warn(line: str) -> None:
@@ -326,6 +343,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, UnknownNameError) as err:
         print(f"fgl: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: the kernel is shut down, stored outputs are untouched
+        print("fgl: interrupted; every finished run is stored and the same command resumes; the stored "
+              "notebooks, figures and tables were left as they were", file=sys.stderr)
+        return 130
     except Exception as err:  # a notebook cell failed: papermill names the cell and keeps the partial notebook
         if type(err).__name__ != "PapermillExecutionError":
             raise

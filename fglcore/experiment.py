@@ -20,11 +20,13 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import re
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import pandas as pd
 from tqdm.auto import tqdm
@@ -32,6 +34,7 @@ from tqdm.auto import tqdm
 from fglcore import runtime
 from fglcore.algorithms import ALGORITHMS
 from fglcore.claims import CLAIM_FOLDER, RunClaims
+from fglcore.checks import check_non_empty
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import build_federation
 from fglcore.fl.checkpoint import RoundCheckpoint
@@ -43,7 +46,7 @@ from fglcore.runlog import BY_OTHERS, COMPUTED, REUSED, SweepLog, runs_left
 from fglcore.settings import settings
 
 __all__ = ["as_config", "run", "run_full", "grid", "sweep", "stored_rows", "summarize", "request_stop",
-           "withdraw_stop", "SweepStopped"]
+           "withdraw_stop", "SweepStopped", "parameters_named", "check_lists", "check_datasets"]
 
 
 def as_config(config: ExperimentConfig | Mapping[str, Any]) -> ExperimentConfig:
@@ -114,6 +117,49 @@ def grid(base: ExperimentConfig | Mapping[str, Any], **axes: Iterable[Any]) -> l
             where = ", ".join(f"{k}={v!r}" for k, v in changes.items())
             raise ConfigError(f"grid configuration ({where}): {err}") from err
     return configs
+
+
+_FIELD = re.compile(r"^(?:grid configuration \(.*?\): )?([A-Za-z_][\w.]*?)(?:\[\d+\])?: ")
+
+
+@contextlib.contextmanager
+def parameters_named(names: Mapping[str, str]) -> Iterator[None]:
+    """Report a configuration field's :class:`ConfigError` under the notebook parameter it came from.
+
+    ``names`` maps config fields (``seed``, ``algorithm``, ``algorithm_options.mu``) to parameters
+    (``seeds``, ``methods``, ``fedprox_mu``); a field absent from it is its own parameter (``lr``). A
+    notebook's plan builds its configurations inside this, so ``-p seeds "[-1]"`` is refused as
+    ``parameter 'seeds': seed: -1 is not accepted; ...``.
+    """
+    try:
+        yield
+    except ConfigError as err:
+        message = str(err)
+        found = _FIELD.match(message)
+        if found is None or message.startswith("parameter "):
+            raise
+        field = found.group(1)
+        name = names.get(field) or names.get(field.split(".")[0]) or field
+        raise ConfigError(f"parameter {name!r}: {message}") from None
+
+
+def check_datasets(name: str, value: Any, task: str | None = None) -> None:
+    """The notebook parameter ``name`` holds datasets (a registered name or a path to a user's graph, or a
+    list of them), of ``task`` (``"node"``, ``"graph"``) when given; the error keeps its type
+    (:class:`~fglcore.data.datasets.DatasetError` and its subclasses)."""
+    from fglcore.data.datasets import check_dataset
+
+    for v in value if isinstance(value, (list, tuple)) else [value]:
+        try:
+            check_dataset(v, task)
+        except ConfigError as err:
+            raise type(err)(f"parameter {name!r}: {err}") from None
+
+
+def check_lists(**lists: Any) -> None:
+    """Each keyword (a notebook parameter) is a non-empty list: what a notebook's sweep needs to run anything."""
+    for name, value in lists.items():
+        check_non_empty(f"parameter {name!r}", value)
 
 
 #: Folder beside a results file that holds the round checkpoints of running configurations.

@@ -68,13 +68,28 @@ def resolve_output_dir(path: str | os.PathLike | None, profile: str, paper: str)
             target = outputs_root().joinpath(*p.parts[1:])
         else:
             target = repo_root() / p
+    staged = _staging()
+    if staged is not None and target.resolve() == staged[0]:
+        target = staged[1]  # fgl runs this notebook: write beside the stored outputs, moved into place on success
     target.mkdir(parents=True, exist_ok=True)
     return target
+
+
+def _staging() -> tuple[Path, Path] | None:
+    """``(output folder, staging folder)`` from ``FGL_OUTPUT_STAGING`` (set by ``fgl`` for its kernels), or ``None``."""
+    value = setting("output_staging")
+    if not value:
+        return None
+    real, _, staging = value.partition(os.pathsep)
+    return Path(real).resolve(), Path(staging)
 
 
 def display_path(path: str | os.PathLike) -> str:
     """``path`` relative to the outputs root or the repository when inside one, for printing."""
     path = Path(path).resolve()
+    staged = _staging()
+    if staged is not None and (path == staged[1].resolve() or staged[1].resolve() in path.parents):
+        path = staged[0] / path.relative_to(staged[1].resolve())  # where it lands once the run succeeds
     for root, prefix in ((outputs_root(), "outputs"), (repo_root(), "")):
         try:
             rel = path.relative_to(root).as_posix()

@@ -20,6 +20,9 @@ variable                     kind      default                        what it do
                                                                       gather/scatter (speed only, same bits)
 ``FGL_NATIVE``               switch    on                             the optional C kernel ``fglcore/native/spmm.c``
                                                                       (speed only, same bits; self-checked at first use)
+``FGL_OUTPUT_STAGING``       text      none                           set by ``fgl`` for its kernels: ``<output folder>``
+                                                                      and ``<staging folder>`` joined by ``os.pathsep``;
+                                                                      the notebook writes into the staging folder
 ===========================  ========  =============================  ==============================================
 
 A switch accepts ``1``/``0``, ``true``/``false``, ``yes``/``no`` or
@@ -58,7 +61,7 @@ class Setting:
 
     key: str
     variable: str
-    kind: str  # "switch" | "integer" | "seconds" | "folder"
+    kind: str  # "switch" | "integer" | "seconds" | "folder" | "text"
     default: Any
     help: str
     changes_numbers: bool = False
@@ -71,6 +74,8 @@ class Setting:
             return "one of " + ", ".join(TRUE_WORDS + FALSE_WORDS) + " (any case)"
         if self.kind == "folder":
             return "a folder path"
+        if self.kind == "text":
+            return "text"
         bound = "" if self.minimum is None else f" {'>=' if self.minimum_inclusive else '>'} {self.minimum:g}"
         return f"{'an integer' if self.kind == 'integer' else 'a number of seconds'}{bound}"
 
@@ -81,6 +86,8 @@ class Setting:
         text = text.strip()
         if self.kind == "folder":
             return Path(text).expanduser().resolve()
+        if self.kind == "text":
+            return text
         if self.kind == "switch":
             word = text.lower()
             if word in TRUE_WORDS:
@@ -124,6 +131,9 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in (
     Setting("native", "FGL_NATIVE", "switch", True,
             "The optional C kernel fglcore/native/spmm.c (same numbers, faster; self-checked at first use).",
             recorded=True),
+    Setting("output_staging", "FGL_OUTPUT_STAGING", "text", None,
+            "Set by fgl for its kernels: the output folder and the staging folder the notebook writes into instead, "
+            "joined by os.pathsep (outputs replace the stored ones only when the run succeeds)."),
 )}
 """Every setting, by key."""
 

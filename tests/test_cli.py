@@ -312,3 +312,46 @@ def test_a_bad_fgl_variable_exits_2_before_any_notebook_runs(capsys, monkeypatch
     monkeypatch.setenv("FGL_FLUSH_DENORMAL", "maybe")
     status, text = run_cli(capsys, "reproduce", "tour", "--profile", "smoke")
     assert status == 2 and "FGL_FLUSH_DENORMAL='maybe' is not accepted; accepted: one of 1, true, yes, on" in text
+
+
+FEDSPRAY3 = notebooks_root() / "fedspray" / "3_results.ipynb"
+
+
+@pytest.mark.parametrize("notebook, key, value", [
+    (TOUR, "lr", ".inf"), (TOUR, "lr", ".nan"), (TOUR, "fedprox_mu", ".nan"), (TOUR, "fedprox_mu", "-1"),
+    (TOUR, "seeds", "[-1]"), (TOUR, "seeds", "[]"), (TOUR, "seeds", "null"), (TOUR, "seeds", "[0, 1"),
+    (TOUR, "seeds", "a: b: c"), (TOUR, "num_clients", "5000"), (TOUR, "methods", "[]"),
+    (TOUR, "methods", "[fedstar]"), (TOUR, "dataset", "MUTAG"), (TOUR, "partitions", "[by_dataset]"),
+    (FEDSPRAY3, "stand_in_clients", "0"), (FEDSPRAY3, "stand_in_clients", "100000"),
+    (FEDSPRAY3, "variants", "[bogus]"), (FEDSPRAY3, "datasets", "[]"), (FEDSPRAY3, "opfgl_datasets", "[Coraa]"),
+    (FEDSPRAY3, "opfgl_tables", "[opfgl99]"), (FEDSPRAY3, "opfgl_rounds", "0"),
+    (notebooks_root() / "fedstar" / "3_results.ipynb", "settings", "[MUTAG]"),
+])
+def test_every_malformed_value_exits_2_naming_the_key(capsys, tmp_path, notebook, key, value):
+    status, text = run_cli(capsys, "run", str(notebook), "--profile", "smoke", "-p", key, value,
+                           "--out", str(tmp_path / "out"))
+    assert status == 2, text
+    assert f"parameter '{key}'" in text and "Traceback" not in text
+    assert not (tmp_path / "out").exists()  # nothing ran, nothing was written
+
+
+def test_paths_out_and_injected_keys_exit_2(capsys, tmp_path):
+    (tmp_path / "file").write_text("")
+    for argv, expected in (
+        (["run", str(notebooks_root().parent / "README.md")], "is not a notebook"),
+        (["run", str(notebooks_root() / "tour")], "is a folder"),
+        (["run", str(TOUR), "--out", str(tmp_path / "file")], "--out: "),
+        (["run", str(TOUR), "-p", "profile", "full"], "set by --profile"),
+        (["run", str(TOUR), "-p", "output_dir", "/tmp/x"], "set by --out"),
+    ):
+        status, text = run_cli(capsys, *argv)
+        assert status == 2 and expected in text, text
+
+
+def test_stop_any_output_folder(capsys, tmp_path):
+    from fglcore.experiment import STOP_FILE
+
+    status, text = run_cli(capsys, "stop", "--out", str(tmp_path))
+    assert status == 0 and (tmp_path / STOP_FILE).exists()
+    status, text = run_cli(capsys, "stop", "--out", str(tmp_path / "missing"))
+    assert status == 2 and "--out" in text

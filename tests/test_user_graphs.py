@@ -10,7 +10,8 @@ import pytest
 import torch
 from torch_geometric.data import Data, HeteroData, InMemoryDataset
 
-from fglcore.config import ConfigError, ExperimentConfig, check_value
+from fglcore.config import ConfigError, ExperimentConfig
+from fglcore.experiment import check_datasets
 from fglcore.data import datasets as ds
 from fglcore.data.datasets import (
     DatasetTaskError,
@@ -306,11 +307,13 @@ def test_configs_accept_paths_and_check_the_task(tmp_path):
     assert config.dataset == node
     with pytest.raises(ConfigError, match="partitions node-level data, but dataset .* is a graph task"):
         ExperimentConfig.from_dict({"dataset": graphs, "partition": "random", "num_clients": 2})
-    check_value("datasets", ["Cora", node, graphs])
-    with pytest.raises(UnknownDatasetError, match=r"^datasets: unknown dataset 'Corra' \(did you mean 'Cora'\?\)"):
-        check_value("datasets", [node, "Corra"])
-    with pytest.raises(UserDatasetError, match="dataset: .*no such file"):
-        check_value("dataset", str(tmp_path / "nothing.pt"))
+    check_datasets("datasets", ["Cora", node, graphs])
+    with pytest.raises(UnknownDatasetError, match=r"^parameter 'datasets': unknown dataset 'Corra' \(did you mean 'Cora'\?\)"):
+        check_datasets("datasets", [node, "Corra"])
+    with pytest.raises(UserDatasetError, match="^parameter 'dataset': .*no such file"):
+        check_datasets("dataset", str(tmp_path / "nothing.pt"))
+    with pytest.raises(ConfigError, match="^parameter 'dataset': .* is a graph-classification dataset"):
+        check_datasets("dataset", graphs, "node")
 
 
 def test_results_record_stem_and_checksum(tmp_path):

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from fglcore.algorithms.training import ExtraLoss, GraphTrainer, NodeTrainer, client_seed
+from fglcore.checks import check_finite
 from fglcore.config import ConfigError, ExperimentConfig, check_choice, check_type, check_unknown_keys
 from fglcore.fl.channel import Channel
 from fglcore.fl.checkpoint import RoundCheckpoint
@@ -94,7 +95,7 @@ class Algorithm:
         for key, value in options.items():
             default = cls.default_options[key]
             expected = Any if default is None else type(default)
-            merged[key] = check_type(f"algorithm_options.{key}", value, expected)
+            merged[key] = check_finite(f"algorithm_options.{key}", check_type(f"algorithm_options.{key}", value, expected))
             if key in cls.option_choices:
                 check_choice(f"algorithm_options.{key}", merged[key], list(cls.option_choices[key]))
         return merged

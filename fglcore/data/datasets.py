@@ -474,6 +474,7 @@ class DatasetInfo:
     description: str = ""
     path: Path | None = None
     sha256: str | None = None
+    num_nodes: int | None = None  # of a node-classification graph: NODE_COUNTS, or the user's file
 
     @property
     def is_user(self) -> bool:
@@ -492,7 +493,8 @@ def dataset_info(value: str | os.PathLike) -> DatasetInfo:
     """
     if not is_dataset_path(value):
         spec = _spec(value)
-        return DatasetInfo(spec.name, spec.task, "registered", spec.name, spec.description)
+        return DatasetInfo(spec.name, spec.task, "registered", spec.name, spec.description,
+                           num_nodes=NODE_COUNTS.get(spec.name))
     path = _user_path(value)
     if not path.exists():
         from fglcore.data.user_graphs import data_file
@@ -523,6 +525,32 @@ def check_dataset(value: Any, task: str | None = None) -> DatasetInfo:
             f"{what} is a {TASK_NAMES[info.task]} dataset, but a {TASK_NAMES[task]} dataset is needed here; "
             f"registered {task}-level datasets: {', '.join(dataset_names(task))}")
     return info
+
+
+NODE_COUNTS: dict[str, int] = {
+    "Cora": 2708, "CiteSeer": 3327, "PubMed": 19717, "Chameleon": 2277, "Squirrel": 5201, "Cornell": 183,
+    "Texas": 183, "Wisconsin": 251, "Actor": 7600, "Computers": 13752, "Photo": 7650, "CS": 18333,
+    "Physics": 34493, "WikiCS": 11701, "Flickr": 89250, "Roman-empire": 22662, "Amazon-ratings": 24492,
+    "Minesweeper": 10000, "Tolokers": 11758, "Questions": 48921,
+}
+"""Nodes of every registered node-classification dataset, as PyG loads it, so that a configuration's number
+of clients is checked before anything loads (``tests/test_datasets.py`` checks them against the loaded data)."""
+
+
+GRAPH_COUNTS: dict[str, int] = {
+    "AIDS": 2000, "BZR": 405, "COX2": 467, "DHFR": 756, "ENZYMES": 600, "IMDB-BINARY": 1000, "Letter-low": 2250,
+    "MUTAG": 188, "NCI1": 4110, "PROTEINS": 1113, "PTC_MR": 344,
+}
+"""Graphs of TU datasets, as loaded here (checked by ``tests/test_checks.py``), so that partitioners that cut a
+dataset into shards are checked before anything loads; a dataset missing here is checked when it loads."""
+
+
+def num_nodes(value: str | os.PathLike) -> int:
+    """Nodes of a node-classification dataset (registered name or user's graph), without loading a registered one."""
+    info = check_dataset(value, "node")
+    if info.num_nodes is None:
+        raise ValueError(f"NODE_COUNTS has no entry for the registered node dataset {info.name!r}: add it")
+    return info.num_nodes
 
 
 def dataset_label(value: str | os.PathLike) -> str:
@@ -827,7 +855,9 @@ def _user_info(path: str, source: str, size: int, mtime_ns: int) -> DatasetInfo:
     task = "graph" if isinstance(content, UserGraphDataset) else "node"
     sha = file_sha256(Path(path))
     name = Path(path).stem if Path(path).is_file() else Path(path).name
-    return DatasetInfo(name, task, "user", f"{name}@{sha[:8]}", f"your graph: {describe(content)}", Path(path), sha)
+    nodes = None if task == "graph" else int(content.num_nodes)
+    return DatasetInfo(name, task, "user", f"{name}@{sha[:8]}", f"your graph: {describe(content)}", Path(path), sha,
+                       nodes)
 
 
 def _missing_files(folder: Path, files: tuple[str, ...] | list[str]) -> list[str]:

@@ -97,6 +97,21 @@ class PartitionerSpec:
     description: str
     choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     cacheable: bool = True
+    client_limit: Callable[[int, Mapping[str, Any]], int] | None = field(default=None, repr=False)
+
+    def max_clients(self, size: Any, options: Mapping[str, Any] | None = None) -> int | None:
+        """The most clients this partitioner can form with ``options`` (merged over :attr:`defaults`).
+
+        Node partitioners: ``size`` is the graph's number of nodes, and the answer ``client_limit`` where it is
+        declared, else one node per client. Graph partitioners: ``size`` is the dataset (name or path), and
+        the answer ``client_limit``'s, ``None`` where it cannot be known before the data loads.
+        """
+        options = {**self.defaults, **(options or {})}
+        if self.task == "graph":
+            return None if self.client_limit is None else self.client_limit(size, options)
+        if self.client_limit is None:
+            return size
+        return min(size, self.client_limit(size, options))
 
     def validate_options(self, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``defaults`` updated by ``options``; unknown keys, wrong types or values raise :class:`ConfigError`."""
@@ -122,14 +137,18 @@ PARTITIONERS: Registry[PartitionerSpec] = Registry("partitioner")
 
 def register_partitioner(name: str, task: str, defaults: Mapping[str, Any], description: str, *,
                          choices: Mapping[str, tuple[str, ...]] | None = None,
-                         cacheable: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Decorator registering ``fn`` as a :class:`PartitionerSpec` in :data:`PARTITIONERS`."""
+                         cacheable: bool = True, client_limit: Callable[[int, Mapping[str, Any]], int] | None = None
+                         ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator registering ``fn`` as a :class:`PartitionerSpec` in :data:`PARTITIONERS`.
+
+    ``client_limit(num_nodes, options)`` is the most clients it can form (default: ``num_nodes``), checked by
+    :meth:`fglcore.config.ExperimentConfig.validate` before any data loads."""
     if task not in TASKS:
         raise ValueError(f"partitioner {name!r}: task must be one of {TASKS}, got {task!r}")
 
     def add(fn: Callable[..., Any]) -> Callable[..., Any]:
         PARTITIONERS.register(name, PartitionerSpec(name, task, fn, dict(defaults), description,
-                                                    dict(choices or {}), cacheable))
+                                                    dict(choices or {}), cacheable, client_limit))
         return fn
 
     return add
@@ -151,11 +170,24 @@ GRAPH_FEDERATION_CHOICES: dict[str, tuple[str, ...]] = {
 
 
 def register_graph_partitioner(name: str, defaults: Mapping[str, Any], description: str, *,
-                               choices: Mapping[str, tuple[str, ...]] | None = None
+                               choices: Mapping[str, tuple[str, ...]] | None = None,
+                               client_limit: Callable[[str, Mapping[str, Any]], int | None] | None = None
                                ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """:func:`register_partitioner` for a graph partitioner, adding :data:`GRAPH_FEDERATION_OPTIONS`."""
+    """:func:`register_partitioner` for a graph partitioner, adding :data:`GRAPH_FEDERATION_OPTIONS`.
+
+    ``client_limit(dataset, options)`` is the most clients it can form from ``dataset`` (``None``: unknown
+    before loading), checked by :meth:`fglcore.config.ExperimentConfig.validate`."""
     return register_partitioner(name, "graph", {**defaults, **GRAPH_FEDERATION_OPTIONS}, description,
-                                choices={**(choices or {}), **GRAPH_FEDERATION_CHOICES})
+                                choices={**(choices or {}), **GRAPH_FEDERATION_CHOICES}, client_limit=client_limit)
+
+
+def _chunks_limit(name: str, options: Mapping[str, Any]) -> int | None:
+    """``dataset_chunks``: every chosen dataset cut into as many shards, none empty (graph counts known up front)."""
+    from fglcore.data.datasets import GRAPH_COUNTS
+
+    chosen = select_members(name, options["members"], options["exclude"])
+    counts = [GRAPH_COUNTS.get(member) for member in chosen]
+    return None if None in counts else len(chosen) * min(counts)
 
 
 class GraphShard(NamedTuple):
@@ -523,7 +555,8 @@ def read_node_list(path: Path, num_nodes: int) -> np.ndarray:
 @register_partitioner(
     "louvain", "node", {"delta": 20, "resolution": 1.0, "cap": "minus"},
     "Louvain communities, chopped at a size cap and packed into K clients (FedSage+ packing)",
-    choices={"cap": ("minus", "plus")})
+    choices={"cap": ("minus", "plus")},
+    client_limit=lambda n, o: n // (o["delta"] + 1) if o["cap"] == "minus" else n)  # cap N // K - delta >= 1
 def louvain_partition(data: Data, num_clients: int, seed: int, *, delta: int, resolution: float,
                       cap: str) -> Tensor:
     """Louvain communities packed into ``num_clients`` clients.
@@ -576,7 +609,8 @@ def louvain_largest_partition(data: Data, num_clients: int, seed: int, *, resolu
 
 @register_partitioner(
     "louvain_plus", "node", {"num_communities": 100, "delta": 20, "resolution": 1.0, "kmeans_n_init": 10},
-    "Louvain packed into 100 groups, then KMeans on the groups' label histograms (O-pFGL Louvain+)")
+    "Louvain packed into 100 groups, then KMeans on the groups' label histograms (O-pFGL Louvain+)",
+    client_limit=lambda n, o: o["num_communities"])
 def louvain_plus_partition(data: Data, num_clients: int, seed: int, *, num_communities: int, delta: int,
                            resolution: float, kmeans_n_init: int) -> Tensor:
     """O-pFGL's "Louvain+" label-imbalance split (Yan et al., arXiv 2411.11304, Sec. 5.1).
@@ -604,7 +638,8 @@ def louvain_plus_partition(data: Data, num_clients: int, seed: int, *, num_commu
 
 @register_partitioner(
     "metis_plus", "node", {"num_communities": 100, "kmeans_n_init": 10},
-    "METIS into 100 parts, then KMeans on the parts' label histograms (O-pFGL Metis+)")
+    "METIS into 100 parts, then KMeans on the parts' label histograms (O-pFGL Metis+)",
+    client_limit=lambda n, o: o["num_communities"])
 def metis_plus_partition(data: Data, num_clients: int, seed: int, *, num_communities: int,
                          kmeans_n_init: int) -> Tensor:
     """O-pFGL's "Metis+" label-imbalance split (Yan et al., arXiv 2411.11304, Sec. 5.1).
@@ -684,7 +719,8 @@ def kmeans_partition(data: Data, num_clients: int, seed: int, *, balance: bool, 
 
 @register_partitioner(
     "label_dirichlet", "node", {"alpha": 10.0, "min_size": 5, "max_tries": 100},
-    "per class, nodes spread over clients with Dirichlet(alpha) shares (FedGCN, OpenFGL label_skew)")
+    "per class, nodes spread over clients with Dirichlet(alpha) shares (FedGCN, OpenFGL label_skew)",
+    client_limit=lambda n, o: n // max(o["min_size"], 1))
 def label_dirichlet_partition(data: Data, num_clients: int, seed: int, *, alpha: float, min_size: int,
                               max_tries: int) -> Tensor:
     """Label-skewed node split by :func:`dirichlet_label_split`.
@@ -813,7 +849,7 @@ def rand_chunks(num_graphs: int, num_shards: int, seed: int, max_slice: int = 50
 
 @register_graph_partitioner("dataset_chunks", {"members": [], "exclude": [], "max_slice": 50},
                             "every TU dataset of a group cut into num_clients/len(members) random chunks "
-                            "(FedStar Fig. 4, _randChunk)")
+                            "(FedStar Fig. 4, _randChunk)", client_limit=_chunks_limit)
 def dataset_chunks_partition(name: str, num_clients: int, seed: int, *, members: list = (), exclude: list = (),
                              max_slice: int = 50) -> list[GraphShard]:
     """FedStar's many-clients setting (Tan et al., AAAI 2023, Fig. 4; code ``prepareData_multiDS_multi``).

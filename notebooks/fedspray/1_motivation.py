@@ -64,6 +64,8 @@ from fglcore.data.datasets import load_structure
 from fglcore.papers.fedspray import motivation as fm
 from fglcore.results import ResultStore
 
+plan = fm.plan(table1_dataset, louvain_datasets, num_clients, louvain_seed, fig2_datasets, models, rounds, local_epochs,
+               lr, seeds, p_values, q, sim_clients, sim_nodes, degree, dim, mean_distance)  # validated before any runs
 out = paths.resolve_output_dir(output_dir, profile, "fedspray")
 runtime.set_threads()
 plotting.set_style()
@@ -161,11 +163,7 @@ for name, table in louvain_table.groupby("dataset", sort=False):
 # (with their `num_clients` largest Louvain communities) stand in.
 
 # %%
-base = dict(paper="fedspray", table="fig2", partition="louvain_largest", num_clients=num_clients,
-            partition_seed=louvain_seed, algorithm="fedavg", hidden=64, num_layers=2, dropout=0.0, weight_decay=0.0,
-            lr=lr, rounds=rounds, local_epochs=local_epochs, selection_metric="val_loss",
-            metric_aggregation="micro", progress=False)
-configs = experiment.grid(base, dataset=fig2_datasets, model=models, seed=seeds)
+configs = plan["fig2"]  # FedAvg on every dataset, model and seed (fglcore.papers.fedspray.motivation.plan)
 # per_client=True also stores each client's accuracy and minority accuracy at the selected round.
 results = experiment.sweep(configs, out / "results.csv", progress=progress, desc="Figure 2", per_client=True)
 

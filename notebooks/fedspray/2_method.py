@@ -61,6 +61,7 @@ from fglcore.algorithms import fedspray as fs
 from fglcore.data.federation import build_federation
 from fglcore.fl.channel import Channel
 from fglcore.fl.parameters import module_payload, weighted_mean
+from fglcore.papers.fedspray.tables import method_plan
 
 out = paths.resolve_output_dir(output_dir, profile, "fedspray")
 runtime.set_threads()
@@ -76,11 +77,8 @@ print(f"profile {profile}: outputs go to {paths.display_path(out)}")
 # clients exactly as a run would, without training anything yet.
 
 # %%
-config = experiment.as_config(dict(
-    paper="fedspray", table="method", dataset=dataset, partition="louvain_largest", num_clients=num_clients,
-    algorithm="fedspray", model=model, hidden=64, dropout=0.0, weight_decay=0.0, lr=lr, rounds=rounds,
-    local_epochs=local_epochs, selection_metric="val_loss", seed=seed,
-    algorithm_options={"proxy_dim": proxy_dim, "lambda1": lambda1, "lambda2": lambda2}))
+# the run traced below (fglcore.papers.fedspray.tables.method_plan, validated before the first cell ran)
+config = method_plan(dataset, num_clients, model, proxy_dim, lambda1, lambda2, local_epochs, rounds, lr, seed)["config"]
 runtime.set_seed(seed)
 federation = build_federation(config)
 algorithm = ALGORITHMS.get("fedspray")(config, federation, "cpu")

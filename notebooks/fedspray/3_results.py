@@ -61,6 +61,8 @@ from fglcore import compare, experiment, paths, plotting, runtime
 from fglcore.papers.fedspray import tables as ft
 from fglcore.results import ResultStore
 
+plan = ft.results_plan(datasets, stand_in_clients, models, methods, variants, rounds, seeds, opfgl_datasets,
+                       opfgl_tables, opfgl_rounds, opfgl_seeds)  # every run below, validated before any runs
 out = paths.resolve_output_dir(output_dir, profile, "fedspray")
 runtime.set_threads()
 plotting.set_style()
@@ -88,7 +90,7 @@ print(f"profile {profile}: results go to {paths.display_path(out)}")
 # NBVAL_CHECK_OUTPUT
 availability = ft.dataset_availability(datasets, stand_in_clients)
 print(availability.to_string(index=False))
-ready = ft.available_datasets(datasets)
+ready = plan["ready"]
 missing = [d for d in datasets if d in ft.PAPER_DATASETS and d not in ready]
 stand_ins = [d for d in ready if d not in ft.PAPER_DATASETS]
 print(f"paper datasets missing: {', '.join(missing) or 'none'}; standing in: {', '.join(stand_ins) or 'none'}")
@@ -125,7 +127,7 @@ print(f"paper datasets missing: {', '.join(missing) or 'none'}; standing in: {',
 print(pd.Series(ft.PROTOCOL).to_string())
 print(f"this run: rounds={rounds}, seeds={seeds}, backbones={models}")
 print("official-code options:", ft.CODE_OPTIONS)
-configs = ft.table2_configs(ready, models, methods, seeds, variants, rounds=rounds, stand_in_clients=stand_in_clients)
+configs = plan["table2"]
 print(ft.count_runs(configs).to_string(index=False))
 
 # %% [markdown]
@@ -230,7 +232,7 @@ display(compare.claims_table(compare.check_claims(results, "fedspray", tables=["
 # training (`local`), as O-pFGL found (63.14 vs 67.17 on Cora, Louvain+).
 
 # %%
-opfgl = ft.opfgl_configs(opfgl_datasets, opfgl_tables, opfgl_seeds, variants, rounds=opfgl_rounds)
+opfgl = plan["opfgl"]
 print(ft.count_runs(opfgl).to_string(index=False))
 opfgl_results = experiment.sweep(opfgl, out / "results.csv", progress=progress, desc="O-pFGL rows")
 

@@ -56,6 +56,9 @@ from fglcore import compare, experiment, paths, plotting, runtime
 from fglcore.papers.fedspray import tables as ft
 from fglcore.results import ResultStore
 
+plan = ft.ablations_plan(datasets, stand_in_clients, variants, rounds, seeds, table3_datasets, lambda1_datasets,
+                         lambda1_models, lambda1_values, proxy_datasets, proxy_dims, epochs_datasets,
+                         local_epochs)  # every run below, validated before any runs
 out = paths.resolve_output_dir(output_dir, profile, "fedspray")
 runtime.set_threads()
 plotting.set_style()
@@ -94,12 +97,8 @@ def show_comparison(results, table, index=("dataset", "method")):
 # NBVAL_CHECK_OUTPUT
 availability = ft.dataset_availability(datasets, stand_in_clients)
 print(availability.to_string(index=False))
-ready = ft.available_datasets(datasets)
+ready = plan["ready"]
 print("paper datasets missing:", ", ".join(d for d in ft.PAPER_DATASETS if d in datasets and d not in ready) or "none")
-
-
-def usable(names):
-    return [d for d in names if d in ready]
 
 
 # %% [markdown]
@@ -114,7 +113,7 @@ def usable(names):
 # GNN.
 
 # %%
-t3 = ft.table3_configs(usable(table3_datasets), seeds, variants, rounds=rounds, stand_in_clients=stand_in_clients)
+t3 = plan["table3"]
 t3_results = experiment.sweep(t3, out / "results.csv", progress=progress, desc="Table 3")
 
 # %%
@@ -136,8 +135,7 @@ show_claims(t3_results, "3")
 # dropping when it is too large; it recommends 10 on PubMed and 5 on WikiCS.
 
 # %%
-l1 = ft.lambda1_configs(usable(lambda1_datasets), lambda1_models, lambda1_values, seeds, variants, rounds=rounds,
-                        stand_in_clients=stand_in_clients)
+l1 = plan["lambda1"]
 l1_results = experiment.sweep(l1, out / "results.csv", progress=progress, desc="Fig. 4")
 
 # %%
@@ -159,8 +157,7 @@ display(fig)
 # as good as 64, and larger brings nothing.
 
 # %%
-ds = ft.proxy_dim_configs(usable(proxy_datasets), proxy_dims, seeds, variants, rounds=rounds,
-                          stand_in_clients=stand_in_clients)
+ds = plan["proxy_dim"]
 ds_results = experiment.sweep(ds, out / "results.csv", progress=progress, desc="Fig. 5")
 
 # %%
@@ -179,8 +176,7 @@ display(fig)
 # FedSpray stays ahead on minority nodes by about 12 points at every $E$.
 
 # %%
-t5 = ft.table5_configs(usable(epochs_datasets), local_epochs, seeds, variants, rounds=rounds,
-                       stand_in_clients=stand_in_clients)
+t5 = plan["table5"]
 t5_results = experiment.sweep(t5, out / "results.csv", progress=progress, desc="Table 5")
 
 # %%

@@ -61,6 +61,9 @@ from fglcore import experiment, paths, plotting, runtime
 from fglcore.papers.fedstar import motivation as fm
 from fglcore.papers.fedstar.tables import METHOD_LABELS, SETTING_LABELS
 
+plan = fm.plan(jsd_datasets, degree_bins, er_nodes, er_heatmap_densities, er_sweep_densities, er_graphs, er_seed,
+               statistics_datasets, figure1a_settings, figure1a_methods, figure1a_members, figure1a_rounds,
+               seeds)  # validated before any runs
 out = paths.resolve_output_dir(output_dir, profile, "fedstar")
 runtime.set_threads()
 plotting.set_style()
@@ -234,8 +237,7 @@ assert chem["match"].all(), chem[~chem["match"]]  # CHEM reproduces Table 5 exac
 # results notebook. The bars are the mean over clients of the test accuracy after the last round.
 
 # %%
-configs = fm.figure1a_configs(figure1a_settings, figure1a_methods, seeds, members=figure1a_members or None,
-                              rounds=figure1a_rounds, progress=False)
+configs = plan["figure1a"]
 # The same rows as Table 1 stores for these runs (per client and per round), so the two notebooks share them.
 results = experiment.sweep(configs, out / "results.csv", progress=progress, desc="Figure 1(a)",
                            per_client=True, curve=True)

@@ -53,7 +53,6 @@ from torch_geometric.data import Batch
 
 from fglcore import paths, plotting, runtime
 from fglcore.algorithms import ALGORITHMS
-from fglcore.config import ExperimentConfig
 from fglcore.data.datasets import load_graph_dataset
 from fglcore.data.structure import StructureEncoding, encode_graphs
 from fglcore.fl.channel import Channel
@@ -253,12 +252,8 @@ for before in (False, True):
 
 # %%
 federation = fmethod.subset_federation(clients, graphs_per_client, seed=seed)
-config = ExperimentConfig.from_dict(dict(
-    paper="fedstar", dataset=clients[0], partition="by_dataset", num_clients=len(clients),
-    split="graph_stratified", split_ratios=[0.8, 0.1, 0.1], algorithm="fedstar",
-    algorithm_options={"rw_steps": rw_steps, "degree_slots": degree_slots, "fusion_before_pooling": True},
-    hidden=hidden, num_layers=num_layers, dropout=0.5, rounds=1, local_epochs=1, lr=lr, weight_decay=5e-4,
-    batch_size=batch_size, selection="last", metric_aggregation="client_mean", seed=seed, device="cpu"))
+config = fmethod.plan(molecule_dataset, rw_steps, degree_slots, hidden, num_layers, clients, graphs_per_client,
+                      batch_size, lr, seed)["config"]  # validated by fgl run before the first cell
 print(pd.DataFrame([{"client": c.name, "n_feat": c.num_features, "n_class": c.num_classes,
                      "train graphs": len(c.train_idx)} for c in federation.clients]).to_string(index=False))
 

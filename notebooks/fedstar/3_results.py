@@ -69,9 +69,9 @@ plotting.set_style()
 pd.set_option("display.max_colwidth", None)  # claim verdicts in full
 paper = compare.load_paper("fedstar")
 chosen = members or None
+plan = T.results_plan(settings, members, methods, seeds, rounds)  # every run below, validated before any runs
 print(f"profile {profile}: results go to {paths.display_path(out)}")
-for setting in settings:
-    used = T.setting_members(setting, chosen)
+for setting, used in plan["members"].items():
     left_out = [m for m in group_members(setting) if m not in used]
     print(f"{T.SETTING_LABELS[setting]}: {len(used)} clients ({', '.join(used)})"
           + (f"; left out: {', '.join(left_out)}" if left_out else ""))
@@ -120,8 +120,7 @@ print({k: example[k] for k in ("dataset", "num_clients", "partition", "split", "
 # (`accuracy[round=R]`, for Figure 3).
 
 # %%
-configs = T.table1_configs(settings, methods, seeds, members=chosen, rounds=rounds)
-results = experiment.sweep(configs, out / "results.csv", progress=progress, desc="Table 1",
+results = experiment.sweep(plan["table1"], out / "results.csv", progress=progress, desc="Table 1",
                            per_client=True, curve=True)
 
 # %% [markdown]

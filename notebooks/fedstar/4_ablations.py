@@ -67,16 +67,9 @@ plotting.set_style()
 pd.set_option("display.max_colwidth", None)  # claim verdicts in full
 paper = compare.load_paper("fedstar")
 
-
-def chosen_in(setting, names):
-    """The requested datasets that belong to ``setting``; None (all available) when none is requested."""
-    if not names:
-        return None
-    return [m for m in names if m in T.setting_members(setting, exclude=())]
-
-
-ablation_members = {s: chosen_in(s, members) for s in ablation_settings}
-chem = chosen_in("chem", chem_members)
+plan = T.ablations_plan(ablation_settings, members, encodings, chem_members, epochs, epoch_methods, shards,
+                        shard_methods, feature_convs, structure_convs, seeds, rounds)  # every run, validated
+ablation_members, chem = plan["ablation_members"], plan["chem"]
 common = dict(rounds=rounds)
 print(f"profile {profile}: results go to {paths.display_path(out)}")
 for setting in ablation_settings:
@@ -127,10 +120,8 @@ def show_claims(results, table):
 # brings and what sharing brings (digest §5.3).
 
 # %%
-configs2 = [T.table2_config(s, sharing, dc, seed, members=ablation_members[s], **common)
-            for s in ablation_settings for sharing, dc in T.TABLE2_ROWS for seed in seeds]
-local_runs = [T.table2_local_config(s, seed, members=ablation_members[s], **common)
-              for s in ablation_settings for seed in seeds]  # Local GIN (Table 1's training), the reference
+configs2 = plan["table2"]
+local_runs = plan["local"]  # Local GIN (Table 1's training), the reference
 results2 = sweep(configs2 + local_runs, "Table 2")
 table2 = accuracy_cells(results2, "2")  # with the Local reference, which is not a row of Table 2
 
@@ -181,8 +172,7 @@ display(fig)
 # which still carries degrees through the GCN normalisation.
 
 # %%
-configs3 = [T.table3_config(s, e, seed, members=ablation_members[s], **common)
-            for s in ablation_settings for e in encodings for seed in seeds]
+configs3 = plan["table3"]
 results3 = sweep(configs3, "Table 3")
 
 # %%
@@ -210,8 +200,7 @@ display(fig)
 # from the increasing local epochs".
 
 # %%
-configs4 = [T.table4_config(m, e, seed, members=chem, **common)
-            for m in epoch_methods for e in epochs for seed in seeds]
+configs4 = plan["table4"]
 results4 = sweep(configs4, "Table 4")
 table4 = accuracy_cells(results4, "4")
 
@@ -253,8 +242,7 @@ print(fallbacks.groupby("dataset", sort=False).agg(clients=("client", "count"), 
       .to_string())
 
 # %%
-configs_f4 = [T.figure4_config(m, k, seed, members=chem, **common)
-              for m in shard_methods for k in shards for seed in seeds]
+configs_f4 = plan["figure4"]
 results_f4 = sweep(configs_f4, "Figure 4")
 points = T.per_seed_means(results_f4, "fig4")
 fig = plotting.metric_over_rounds(points.assign(round=points.num_clients, method=points.method.map(T.METHOD_LABELS)),
@@ -280,8 +268,7 @@ show_claims(results_f4, "fig4")
 # The paper: FedStar's default pair (FE GIN, SE GCN) is the best of the nine.
 
 # %%
-configs10 = [T.table10_config(fe, se, seed, members=chem, **common)
-             for fe in feature_convs for se in structure_convs for seed in seeds]
+configs10 = plan["table10"]
 results10 = sweep(configs10, "Table 10")
 
 # %%

@@ -54,6 +54,7 @@ import torch
 from IPython.display import display
 
 from fglcore import experiment, paths, plotting, runtime
+from fglcore.papers import tour
 from fglcore.data.datasets import load_node_data
 from fglcore.data.federation import build_clients
 from fglcore.data.partition import cached_partition
@@ -62,6 +63,7 @@ from fglcore.fl.parameters import module_payload, weighted_mean
 from fglcore.metrics import node_homophily
 from fglcore.models import build_model
 
+plan = tour.plan(dataset, partitions, num_clients, methods, model, rounds, local_epochs, lr, fedprox_mu, seeds)
 out = paths.resolve_output_dir(output_dir, profile, "tour")
 runtime.set_threads()
 plotting.set_style()
@@ -177,13 +179,8 @@ print({name: tuple(t.shape) for name, t in by_hand.items()})
 # finishes, so an interrupted run resumes where it stopped.
 
 # %%
-base = dict(paper="tour", table="training", dataset=dataset, num_clients=num_clients, model=model,
-            rounds=rounds, local_epochs=local_epochs, lr=lr, progress=False)
-configs = [
-    c.replace(algorithm_options={"mu": fedprox_mu}) if c.algorithm == "fedprox" else c
-    for c in experiment.grid(base, partition=partitions, algorithm=methods, seed=seeds)
-]
-results = experiment.sweep(configs, out / "results.csv", progress=progress, desc="tour runs")
+# every run of this section, built (and validated, before the first cell ran) by fglcore.papers.tour.plan
+results = experiment.sweep(plan["training"], out / "results.csv", progress=progress, desc="tour runs")
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -226,7 +223,7 @@ print(gaps.round(2).to_string())
 # nothing else: no features, no labels, no edges.
 
 # %%
-config = experiment.grid({**base, "partition": partitions[0], "algorithm": "fedavg", "seed": seeds[0]})[0]
+config = plan["ledger"]  # FedAvg on the first partition and seed
 _, run = experiment.run_full(config)
 ledger = run.ledger
 display(ledger.summary())

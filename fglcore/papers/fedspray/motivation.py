@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -406,3 +406,39 @@ def plot_proposition(frame: pd.DataFrame) -> Figure:
     right.legend(fontsize="small")
     fig.tight_layout()
     return fig
+
+
+def plan(table1_dataset: str, louvain_datasets: Sequence[str], num_clients: int, louvain_seed: int,
+         fig2_datasets: Sequence[str], models: Sequence[str], rounds: int, local_epochs: int, lr: float,
+         seeds: Sequence[int], p_values: Sequence[float], q: float, sim_clients: int, sim_nodes: int, degree: int,
+         dim: int, mean_distance: float) -> dict[str, Any]:
+    """What ``notebooks/fedspray/1_motivation`` computes: ``{"fig2"}``, Figure 2's validated configs, after
+    checking the Table 1 and Louvain datasets and Proposition 3.1's simulation parameters. Called by the
+    notebook and by ``fgl run`` before the kernel starts."""
+    from fglcore import experiment
+    from fglcore.checks import POSITIVE, SEED, Bounds
+    from fglcore.config import ExperimentConfig
+
+    experiment.check_lists(louvain_datasets=louvain_datasets, fig2_datasets=fig2_datasets, models=models, seeds=seeds,
+                           p_values=p_values)
+    experiment.check_datasets("table1_dataset", table1_dataset, "node")
+    experiment.check_datasets("louvain_datasets", louvain_datasets, "node")
+    experiment.check_datasets("fig2_datasets", fig2_datasets, "node")
+    SEED.check("parameter 'louvain_seed'", louvain_seed)
+    Bounds(above=0.5, maximum=1).check("parameter 'p_values'", list(p_values))
+    Bounds(above=0, maximum=1).check("parameter 'q'", q)
+    Bounds(minimum=2).check("parameter 'sim_clients'", sim_clients)
+    Bounds(minimum=2).check("parameter 'sim_nodes'", sim_nodes)
+    Bounds(minimum=1, below=sim_nodes).check("parameter 'degree'", degree)
+    POSITIVE.check("parameter 'dim'", dim)
+    Bounds(minimum=0).check("parameter 'mean_distance'", mean_distance)
+    base = dict(paper="fedspray", table="fig2", partition="louvain_largest", num_clients=num_clients,
+                partition_seed=louvain_seed, algorithm="fedavg", hidden=64, num_layers=2, dropout=0.0,
+                weight_decay=0.0, lr=lr, rounds=rounds, local_epochs=local_epochs, selection_metric="val_loss",
+                metric_aggregation="micro", progress=False)
+    with experiment.parameters_named({"dataset": "fig2_datasets", "model": "models", "seed": "seeds"}):
+        fig2 = experiment.grid(base, dataset=fig2_datasets, model=models, seed=seeds)
+    with experiment.parameters_named({"dataset": "louvain_datasets"}):
+        for name in louvain_datasets:
+            ExperimentConfig.from_dict({**base, "dataset": name})
+    return {"fig2": fig2}

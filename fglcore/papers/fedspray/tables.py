@@ -383,6 +383,99 @@ def opfgl_configs(
     return configs
 
 
+def results_plan(datasets: Sequence[str], stand_in_clients: int, models: Sequence[str], methods: Sequence[str],
+                 variants: Sequence[str], rounds: int, seeds: Sequence[int], opfgl_datasets: Sequence[str],
+                 opfgl_tables: Sequence[str], opfgl_rounds: int, opfgl_seeds: Sequence[int]) -> dict[str, Any]:
+    """What ``notebooks/fedspray/3_results`` runs: ``{"ready", "table2", "opfgl"}``, the datasets of
+    ``datasets`` available here (a missing one is skipped, as the notebook says), Table 2's configs on them
+    and O-pFGL's FedSpray rows.
+
+    The notebook calls it, and ``fgl run`` before the kernel starts, so the O-pFGL block is checked before
+    Table 2's sweep runs; a :class:`ConfigError` names the parameter.
+    """
+    from fglcore import experiment
+    from fglcore.checks import POSITIVE
+
+    experiment.check_lists(datasets=datasets, models=models, methods=methods, variants=variants, seeds=seeds,
+                           opfgl_datasets=opfgl_datasets, opfgl_tables=opfgl_tables, opfgl_seeds=opfgl_seeds)
+    experiment.check_datasets("datasets", datasets, "node")
+    experiment.check_datasets("opfgl_datasets", opfgl_datasets, "node")
+    POSITIVE.check("parameter 'stand_in_clients'", stand_in_clients)
+    POSITIVE.check("parameter 'opfgl_rounds'", opfgl_rounds)
+    ready = available_datasets(datasets)
+    if not ready:
+        raise ConfigError(f"parameter 'datasets': none of {', '.join(map(str, datasets))} is available here "
+                          f"(fgl datasets shows what is); accepted: at least one available dataset, e.g. "
+                          f"{', '.join(available_datasets(list(STAND_INS)))}")
+    with experiment.parameters_named({"num_clients": "stand_in_clients", "model": "models", "algorithm": "methods",
+                                      "seed": "seeds", "dataset": "datasets"}):
+        table2 = table2_configs(ready, models, methods, seeds, variants, rounds=rounds,
+                                stand_in_clients=stand_in_clients)
+    with experiment.parameters_named({"tables": "opfgl_tables", "seed": "opfgl_seeds", "rounds": "opfgl_rounds",
+                                      "dataset": "opfgl_datasets", "num_clients": "opfgl_datasets"}):
+        opfgl = opfgl_configs(opfgl_datasets, opfgl_tables, opfgl_seeds, variants, rounds=opfgl_rounds)
+    return {"ready": ready, "table2": table2, "opfgl": opfgl}
+
+
+def ablations_plan(datasets: Sequence[str], stand_in_clients: int, variants: Sequence[str], rounds: int,
+                   seeds: Sequence[int], table3_datasets: Sequence[str], lambda1_datasets: Sequence[str],
+                   lambda1_models: Sequence[str], lambda1_values: Sequence[float], proxy_datasets: Sequence[str],
+                   proxy_dims: Sequence[int], epochs_datasets: Sequence[str], local_epochs: Sequence[int]
+                   ) -> dict[str, Any]:
+    """What ``notebooks/fedspray/4_ablations`` runs: ``{"ready", "table3", "lambda1", "proxy_dim", "table5"}``.
+
+    Each table runs on its datasets that are among ``datasets`` and available here (``ready``); a table left
+    without any runs no dataset. The notebook calls it, and ``fgl run`` before the kernel starts.
+    """
+    from fglcore import experiment
+    from fglcore.checks import POSITIVE, Bounds
+
+    experiment.check_lists(datasets=datasets, variants=variants, seeds=seeds, lambda1_models=lambda1_models,
+                           lambda1_values=lambda1_values, proxy_dims=proxy_dims, local_epochs=local_epochs)
+    for name, value in (("datasets", datasets), ("table3_datasets", table3_datasets),
+                        ("lambda1_datasets", lambda1_datasets), ("proxy_datasets", proxy_datasets),
+                        ("epochs_datasets", epochs_datasets)):
+        experiment.check_datasets(name, value, "node")
+    POSITIVE.check("parameter 'stand_in_clients'", stand_in_clients)
+    Bounds(minimum=0).check("parameter 'lambda1_values'", list(lambda1_values))
+    POSITIVE.check("parameter 'proxy_dims'", list(proxy_dims))
+    POSITIVE.check("parameter 'local_epochs'", list(local_epochs))
+    ready = available_datasets(datasets)
+
+    def usable(names: Sequence[str]) -> list[str]:
+        return [d for d in names if d in ready]
+
+    common = {"rounds": rounds, "stand_in_clients": stand_in_clients}
+    names = {"num_clients": "stand_in_clients", "seed": "seeds"}
+    with experiment.parameters_named({**names, "dataset": "table3_datasets"}):
+        table3 = table3_configs(usable(table3_datasets), seeds, variants, **common)
+    with experiment.parameters_named({**names, "model": "lambda1_models", "algorithm_options": "lambda1_values",
+                                      "dataset": "lambda1_datasets"}):
+        lambda1 = lambda1_configs(usable(lambda1_datasets), lambda1_models, lambda1_values, seeds, variants, **common)
+    with experiment.parameters_named({**names, "algorithm_options": "proxy_dims", "dataset": "proxy_datasets"}):
+        proxy = proxy_dim_configs(usable(proxy_datasets), proxy_dims, seeds, variants, **common)
+    with experiment.parameters_named({**names, "local_epochs": "local_epochs", "dataset": "epochs_datasets"}):
+        table5 = table5_configs(usable(epochs_datasets), local_epochs, seeds, variants, **common)
+    return {"ready": ready, "table3": table3, "lambda1": lambda1, "proxy_dim": proxy, "table5": table5}
+
+
+def method_plan(dataset: str, num_clients: int, model: str, proxy_dim: int, lambda1: float, lambda2: float,
+                local_epochs: int, rounds: int, lr: float, seed: int) -> dict[str, Any]:
+    """What ``notebooks/fedspray/2_method`` builds: ``{"config"}``, the FedSpray run it traces (the
+    ``dataset``'s ``num_clients`` largest Louvain communities). Called by the notebook and by ``fgl run``."""
+    from fglcore import experiment
+
+    experiment.check_datasets("dataset", dataset, "node")
+    with experiment.parameters_named({"algorithm_options.proxy_dim": "proxy_dim", "algorithm_options.lambda1": "lambda1",
+                                      "algorithm_options.lambda2": "lambda2"}):
+        config = ExperimentConfig.from_dict(dict(
+            paper="fedspray", table="method", dataset=dataset, partition="louvain_largest", num_clients=num_clients,
+            algorithm="fedspray", model=model, hidden=64, dropout=0.0, weight_decay=0.0, lr=lr, rounds=rounds,
+            local_epochs=local_epochs, selection_metric="val_loss", seed=seed,
+            algorithm_options={"proxy_dim": proxy_dim, "lambda1": lambda1, "lambda2": lambda2}))
+    return {"config": config}
+
+
 def count_runs(configs: Sequence[ExperimentConfig]) -> pd.DataFrame:
     """Runs and total rounds per table and method: what a grid costs before it runs."""
     frame = pd.DataFrame(

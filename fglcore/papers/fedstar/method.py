@@ -20,7 +20,7 @@ notebook shows about them:
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -232,3 +232,29 @@ def ledger_by_part(ledger) -> pd.DataFrame:
     out = frame.groupby(["round", "direction", "part"], sort=True).agg(
         messages=("name", "size"), elements=("elements", "sum"), bytes=("nbytes", "sum")).reset_index()
     return out
+
+
+def plan(molecule_dataset: str, rw_steps: int, degree_slots: int, hidden: int, num_layers: int,
+         clients: Sequence[str], graphs_per_client: int, batch_size: int, lr: float, seed: int) -> dict[str, Any]:
+    """What ``notebooks/fedstar/2_method`` builds: ``{"config"}``, the FedStar round it traces (one client per
+    dataset of ``clients``). Called by the notebook and by ``fgl run`` before the kernel starts."""
+    from fglcore import experiment
+    from fglcore.checks import POSITIVE
+    from fglcore.config import ExperimentConfig
+
+    experiment.check_lists(clients=clients)
+    experiment.check_datasets("molecule_dataset", molecule_dataset, "graph")
+    experiment.check_datasets("clients", clients, "graph")
+    POSITIVE.check("parameter 'graphs_per_client'", graphs_per_client)
+    names = {"algorithm_options.rw_steps": "rw_steps", "algorithm_options.degree_slots": "degree_slots",
+             "dataset": "clients", "num_clients": "clients"}
+    with experiment.parameters_named(names):
+        config = ExperimentConfig.from_dict(dict(
+            paper="fedstar", dataset=clients[0], partition="by_dataset", num_clients=len(clients),
+            split="graph_stratified", split_ratios=[0.8, 0.1, 0.1], algorithm="fedstar",
+            algorithm_options={"rw_steps": rw_steps, "degree_slots": degree_slots, "fusion_before_pooling": True},
+            hidden=hidden, num_layers=num_layers, dropout=0.5, rounds=1, local_epochs=1, lr=lr, weight_decay=5e-4,
+            batch_size=batch_size, selection="last", metric_aggregation="client_mean", seed=seed, device="cpu"))
+    POSITIVE.check("parameter 'rw_steps'", rw_steps)
+    POSITIVE.check("parameter 'degree_slots'", degree_slots)
+    return {"config": config}

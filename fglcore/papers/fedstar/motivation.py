@@ -48,6 +48,8 @@ from scipy.stats import binom
 from torch import Tensor
 from torch_geometric.data import Data
 
+from fglcore.config import ConfigError
+
 DEFAULT_BINS = 64
 """Degree bins of the digest's recipe: degrees 0..62 and one overflow bin (>= 63)."""
 
@@ -527,3 +529,38 @@ def figure1a_table(results: pd.DataFrame, reference: str = "local") -> pd.DataFr
     ref = table[table["method"] == reference].set_index("dataset")["mean"]
     table[f"gap_to_{reference}"] = table["mean"] - table["dataset"].map(ref)
     return table
+
+
+def plan(jsd_datasets: Sequence[str], degree_bins: int, er_nodes: int, er_heatmap_densities: Sequence[float],
+         er_sweep_densities: Sequence[float], er_graphs: int, er_seed: int, statistics_datasets: Sequence[str],
+         figure1a_settings: Sequence[str], figure1a_methods: Sequence[str], figure1a_members: Sequence[str],
+         figure1a_rounds: int, seeds: Sequence[int]) -> dict[str, Any]:
+    """What ``notebooks/fedstar/1_motivation`` computes: ``{"figure1a"}``, Figure 1(a)'s validated configs,
+    after checking the datasets, histogram and Erdős–Rényi parameters. Called by the notebook and ``fgl run``."""
+    from fglcore import experiment
+    from fglcore.checks import POSITIVE, PROBABILITY, SEED, Bounds
+    from fglcore.config import ExperimentConfig
+
+    experiment.check_lists(jsd_datasets=jsd_datasets, er_heatmap_densities=er_heatmap_densities,
+                           er_sweep_densities=er_sweep_densities, statistics_datasets=statistics_datasets,
+                           figure1a_settings=figure1a_settings, figure1a_methods=figure1a_methods, seeds=seeds)
+    experiment.check_datasets("jsd_datasets", jsd_datasets, "graph")
+    experiment.check_datasets("statistics_datasets", statistics_datasets, "graph")
+    Bounds(minimum=2).check("parameter 'degree_bins'", degree_bins)
+    Bounds(minimum=2).check("parameter 'er_nodes'", er_nodes)
+    PROBABILITY.check("parameter 'er_heatmap_densities'", list(er_heatmap_densities))
+    PROBABILITY.check("parameter 'er_sweep_densities'", list(er_sweep_densities))
+    POSITIVE.check("parameter 'er_graphs'", er_graphs)
+    SEED.check("parameter 'er_seed'", er_seed)
+    names = {"setting": "figure1a_settings", "method": "figure1a_methods", "algorithm": "figure1a_methods",
+             "members": "figure1a_members", "rounds": "figure1a_rounds", "seed": "seeds"}
+    with experiment.parameters_named(names):
+        try:
+            configs = figure1a_configs(figure1a_settings, figure1a_methods, seeds, members=figure1a_members or None,
+                                       rounds=figure1a_rounds, progress=False)
+        except ValueError as err:
+            if isinstance(err, ConfigError):
+                raise
+            raise ConfigError(f"members: {err}") from None
+        figure1a = [ExperimentConfig.from_dict(c) for c in configs]
+    return {"figure1a": figure1a}

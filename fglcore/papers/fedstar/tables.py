@@ -348,6 +348,81 @@ def table1_configs(settings: Iterable[str], methods: Iterable[str], seeds: Itera
     return [table1_config(s, m, seed, **kwargs) for s in settings for m in methods for seed in seeds]
 
 
+def results_plan(settings: Sequence[str], members: Sequence[str], methods: Sequence[str], seeds: Sequence[int],
+                 rounds: int) -> dict[str, Any]:
+    """What ``notebooks/fedstar/3_results`` runs: ``{"members", "table1"}``, the datasets kept in each setting
+    (``members``; an empty list keeps every available one) and every Table 1 run as a validated config.
+
+    The notebook calls it, and ``fgl run`` before the kernel starts; a :class:`ConfigError` names the parameter.
+    """
+    from fglcore import experiment
+    from fglcore.config import ExperimentConfig
+
+    experiment.check_lists(settings=settings, methods=methods, seeds=seeds)
+    chosen = list(members) or None
+    names = {"setting": "settings", "members": "members", "method": "methods", "algorithm": "methods",
+             "seed": "seeds", "model": "methods"}
+    with experiment.parameters_named(names):
+        kept = {setting: setting_members(setting, chosen) for setting in settings}
+        configs = [ExperimentConfig.from_dict(c)
+                   for c in table1_configs(settings, methods, seeds, members=chosen, rounds=rounds)]
+    return {"members": kept, "table1": configs}
+
+
+def chosen_in(setting: str, names: Sequence[str]) -> list[str] | None:
+    """The requested datasets that belong to ``setting``; ``None`` (all available) when none is requested."""
+    if not names:
+        return None
+    return [m for m in names if m in setting_members(setting, exclude=())]
+
+
+def ablations_plan(ablation_settings: Sequence[str], members: Sequence[str], encodings: Sequence[str],
+                   chem_members: Sequence[str], epochs: Sequence[int], epoch_methods: Sequence[str],
+                   shards: Sequence[int], shard_methods: Sequence[str], feature_convs: Sequence[str],
+                   structure_convs: Sequence[str], seeds: Sequence[int], rounds: int) -> dict[str, Any]:
+    """What ``notebooks/fedstar/4_ablations`` runs: the members kept (``ablation_members`` per setting,
+    ``chem``) and the validated configs of Tables 2 (with the Local reference, ``local``), 3, 4, Figure 4 and
+    Table 10. The notebook calls it, and ``fgl run`` before the kernel starts."""
+    from fglcore import experiment
+    from fglcore.config import ExperimentConfig
+
+    experiment.check_lists(ablation_settings=ablation_settings, encodings=encodings, epochs=epochs,
+                           epoch_methods=epoch_methods, shards=shards, shard_methods=shard_methods,
+                           feature_convs=feature_convs, structure_convs=structure_convs, seeds=seeds)
+    names = {"setting": "ablation_settings", "seed": "seeds", "encoding": "encodings", "local_epochs": "epochs",
+             "num_shards": "shards", "feature_conv": "feature_convs", "structure_conv": "structure_convs"}
+
+    def build(configs: list[dict[str, Any]]) -> list[ExperimentConfig]:
+        return [ExperimentConfig.from_dict(c) for c in configs]
+
+    common = dict(rounds=rounds)
+    with experiment.parameters_named(names):
+        ablation_members = {s: chosen_in(s, members) for s in ablation_settings}
+        for s, kept in ablation_members.items():
+            setting_members(s, kept)
+    with experiment.parameters_named({**names, "members": "chem_members"}):
+        chem = chosen_in("chem", chem_members)
+        setting_members("chem", chem)
+    with experiment.parameters_named(names):
+        table2 = build([table2_config(s, sharing, dc, seed, members=ablation_members[s], **common)
+                        for s in ablation_settings for sharing, dc in TABLE2_ROWS for seed in seeds])
+        local = build([table2_local_config(s, seed, members=ablation_members[s], **common)
+                       for s in ablation_settings for seed in seeds])
+        table3 = build([table3_config(s, e, seed, members=ablation_members[s], **common)
+                        for s in ablation_settings for e in encodings for seed in seeds])
+    with experiment.parameters_named({**names, "method": "epoch_methods"}):
+        table4 = build([table4_config(m, e, seed, members=chem, **common)
+                        for m in epoch_methods for e in epochs for seed in seeds])
+    with experiment.parameters_named({**names, "method": "shard_methods", "num_clients": "shards"}):
+        figure4 = build([figure4_config(m, k, seed, members=chem, **common)
+                         for m in shard_methods for k in shards for seed in seeds])
+    with experiment.parameters_named(names):
+        table10 = build([table10_config(fe, se, seed, members=chem, **common)
+                         for fe in feature_convs for se in structure_convs for seed in seeds])
+    return {"ablation_members": ablation_members, "chem": chem, "table2": table2, "local": local, "table3": table3,
+            "table4": table4, "figure4": figure4, "table10": table10}
+
+
 # ----------------------------------------------------------------------------- our cells in the paper's layout
 
 
