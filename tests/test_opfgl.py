@@ -282,3 +282,13 @@ def test_ablation_modes_change_only_stage_two():
     assert all(row["stage2_epochs"] == 0 for row in none.per_client)
     assert all(row["stage2_epochs"] > 0 for row in ft.per_client)
     assert none.metrics != ft.metrics
+
+
+def test_the_authors_cora_settings_make_a_valid_config():
+    cfg = O.cora_louvain_config(2, hre_top_k=2, num_clients=20)
+    assert cfg.seed == 2 and cfg.num_clients == 20 and cfg.partition == "louvain_plus" and cfg.rounds == 1
+    assert cfg.partition_seed == 42 and cfg.split_seed == 42 and cfg.metric_aggregation == "client_weighted"
+    merged = O.Opfgl.check_options(cfg.algorithm_options)
+    assert merged["hre_top_k"] == 2 and merged["gamma_max"] == 0.15 and merged["stage2_lr"] == 5e-5
+    with pytest.raises(ConfigError, match="unknown config key"):
+        O.cora_louvain_config(0, not_a_key=1)
