@@ -18,7 +18,7 @@ export FGL_THREADS ?= 2
 # An offline mirror in PyG raw layout beside the checkout is used when present.
 export FGL_DATA_MIRROR ?= $(abspath $(wildcard ../shared/data))
 
-.PHONY: venv reproduce test notebooks benchmark benchmark-fedstar benchmark-node
+.PHONY: venv reproduce test notebooks benchmark benchmark-fedstar benchmark-node benchmark-opfgl
 
 venv: $(STAMP)
 
@@ -52,3 +52,7 @@ benchmark-fedstar: $(STAMP)
 # Node tasks: FedSpray's Table 2 runs, plain vs fast path (sparse features and CSR message passing), 20 rounds (about 10 min).
 benchmark-node: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/node_speed.py --threads 1
+
+# O-pFGL on Cora, Louvain+, 10 clients: seconds of each phase (condensation, Stage 1, Stage 2) for seeds 0-2.
+benchmark-opfgl: $(STAMP)
+	FGL_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python benchmarks/opfgl_speed.py --seeds 0 1 2

@@ -22,11 +22,16 @@ class Prediction:
 
     ``minority`` marks samples whose label is not the client's majority
     training class (FedSpray's "minority nodes"); ``None`` when not defined.
+    ``weight`` is the client's weight under ``client_weighted`` aggregation;
+    ``None`` weights by :attr:`num_samples` (the split's size). O-pFGL's code
+    weights every client by its number of local nodes, all splits together
+    (digest A13), and sets it so.
     """
 
     logits: Tensor
     y: Tensor
     minority: Tensor | None = None
+    weight: float | None = None
 
     @property
     def num_samples(self) -> int:
@@ -105,8 +110,9 @@ def summarize_predictions(
     """Combine clients' predictions into one set of metrics.
 
     * ``micro``: pool every client's samples (FedSpray's micro-averaged accuracy);
-    * ``client_weighted``: per-client metrics averaged with weights = samples
-      (O-pFGL, FedStruct);
+    * ``client_weighted``: per-client metrics averaged with weights =
+      :attr:`Prediction.weight`, by default the split's samples (FedStruct;
+      O-pFGL with weight = local nodes);
     * ``client_mean``: plain mean over clients (FedStar).
     """
     if aggregation not in AGGREGATIONS:
@@ -124,7 +130,8 @@ def summarize_predictions(
         )
         return _client_metrics(pooled, num_classes)
     per_client = [_client_metrics(p, num_classes) for p in predictions]
-    weights = [p.num_samples if aggregation == "client_weighted" else 1.0 for p in predictions]
+    weights = [(p.num_samples if p.weight is None else p.weight) if aggregation == "client_weighted" else 1.0
+               for p in predictions]
     summary = {}
     for key in per_client[0]:
         pairs = [(m[key], w) for m, w in zip(per_client, weights) if key in m and not math.isnan(m[key])]

@@ -434,3 +434,27 @@ def test_fedstruct_partitioners_on_cora(cora, cora_parts):
     cut = {m: float((cora_parts(m, **o)[src] != cora_parts(m, **o)[dst]).float().mean())
            for m, o in (("louvain", {"cap": "plus"}), ("kmeans", {}), ("random", {}))}
     assert cut["louvain"] < cut["kmeans"] < cut["random"]
+
+
+def test_plus_step_clusters_whole_groups_by_label_histogram():
+    """O-pFGL's "+" step: groups are never cut, and groups with the same label histogram share a client."""
+    y = torch.tensor([0] * 40 + [1] * 40 + [2] * 40)
+    data = Data(y=y, num_nodes=120, edge_index=torch.zeros(2, 0, dtype=torch.long))
+    # 12 groups of 10 nodes: 4 pure class-0, 4 pure class-1, 4 pure class-2, interleaved in the list
+    groups = [list(range(c * 40 + i * 10, c * 40 + (i + 1) * 10)) for i in range(4) for c in range(3)]
+    assignment = P.cluster_groups_by_labels(groups, data, 3, seed=42, n_init=10)
+    for g in groups:  # each group lies in one client
+        assert assignment[g].unique().numel() == 1
+    for c in range(3):  # the four groups of a class form one client, alone
+        owners = assignment[y == c].unique()
+        assert owners.numel() == 1
+    assert sorted(assignment.unique().tolist()) == [0, 1, 2]
+    assert torch.equal(assignment, P.cluster_groups_by_labels(groups, data, 3, seed=42, n_init=10))
+
+
+def test_louvain_plus_with_the_authors_settings_on_cora(cora):
+    """100 groups, delta 20, seed 42 (digest A14): every node in one of K clients, reproducible, K = 10 and 20."""
+    for k in (10, 20):
+        assignment = P.partition_nodes(cora, "louvain_plus", k, 42)
+        check_partition(cora, assignment, k, may_drop=False)
+        assert torch.equal(assignment, P.partition_nodes(cora, "louvain_plus", k, 42))

@@ -341,8 +341,18 @@ def louvain_communities(data: Data, seed: int, resolution: float = 1.0) -> list[
 
 
 def metis_parts(data: Data, num_parts: int, seed: int) -> np.ndarray:
-    """METIS k-way partition (``pymetis.part_graph``) with METIS' own seed option set to ``seed``."""
-    import pymetis
+    """METIS k-way partition (``pymetis.part_graph``) with METIS' own seed option set to ``seed``.
+
+    The binding is ``pymetis`` (a dependency in ``pyproject.toml``); PyG's
+    ``ClusterData`` would need ``torch-sparse`` or ``pyg-lib`` built with
+    METIS, which the CPU environment does not have. Without ``pymetis`` the
+    METIS partitioners stop with an ``ImportError`` saying how to install it.
+    """
+    try:
+        import pymetis
+    except ImportError as err:  # pragma: no cover - pymetis is a pinned dependency
+        raise ImportError("the METIS partitioners (metis, metis_plus) need the 'pymetis' package: "
+                          "pip install pymetis (it ships wheels for Linux, macOS and Windows)") from err
 
     indptr, indices = csr_adjacency(data)
     result = pymetis.part_graph(num_parts, pymetis.CSRAdjacency(indptr, indices),

@@ -1,0 +1,294 @@
+"""O-pFGL: secure-aggregated statistics, the one-shot ledger, HRE by hand, Eq. 3/17 weights, determinism, options."""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+import torch
+from torch_geometric.data import Data
+from torch_geometric.utils import to_undirected
+
+from fglcore.algorithms import opfgl as O
+from fglcore.config import ConfigError, ExperimentConfig
+from fglcore.fl.channel import Channel
+from fglcore.fl.secure import SecureAggregator
+from fglcore.metrics import Prediction, summarize_predictions
+
+C, F_IN = 3, 6
+FAST = {"condense_iterations": 60, "max_epochs": 300, "eval_every": 100, "patience": 2}
+
+
+def synthetic_client(seed: int, n: int = 36) -> Data:
+    """A random undirected graph whose features depend on the label; 40/30/30 split stratified by class."""
+    g = torch.Generator().manual_seed(seed)
+    y = torch.arange(n) % C
+    x = torch.randn(n, F_IN, generator=g) + 2.0 * torch.nn.functional.one_hot(y, F_IN).float()
+    src = torch.randint(0, n, (3 * n,), generator=g)
+    dst = torch.randint(0, n, (3 * n,), generator=g)
+    keep = src != dst
+    edge_index = to_undirected(torch.stack([src[keep], dst[keep]]), num_nodes=n)
+    order = torch.randperm(n, generator=g)
+    train = torch.zeros(n, dtype=torch.bool)
+    val = torch.zeros(n, dtype=torch.bool)
+    for c in range(C):
+        members = order[y[order] == c]
+        train[members[: 4 + seed % 2]] = True
+        val[members[6:9]] = True
+    test = ~(train | val)
+    return Data(x=x, y=y, edge_index=edge_index, train_mask=train, val_mask=val, test_mask=test, num_nodes=n)
+
+
+def federation(num_clients: int = 3) -> SimpleNamespace:
+    clients = [synthetic_client(k) for k in range(num_clients)]
+    return SimpleNamespace(task="node", clients=clients, num_features=F_IN, num_classes=C)
+
+
+def config(seed: int = 0, num_clients: int = 3, **options) -> ExperimentConfig:
+    return ExperimentConfig.from_dict({
+        "algorithm": "opfgl", "rounds": 1, "num_clients": num_clients, "seed": seed, "hidden": 16, "dropout": 0.0,
+        "weight_decay": 0.0, "metric_aggregation": "client_weighted", "algorithm_options": {**FAST, **options},
+    })
+
+
+def run(seed: int = 0, **options):
+    algorithm = O.Opfgl(config(seed, **options), federation(), "cpu")
+    return algorithm, algorithm.run()
+
+
+# --------------------------------------------------------------------------- secure aggregation and Eq. 9
+
+
+def test_masked_sums_give_the_union_statistics_exactly():
+    """Eq. 9 from masked sums: the class means are those of the union of the clients' nodes, the
+    pooled variance is the union's unbiased variance times (N - 1) / (N - m) (paper) or equals it (exact)."""
+    g = torch.Generator().manual_seed(3)
+    feats = [torch.randn(n, 5, generator=g) * 3 + 1 for n in (9, 14, 7)]
+    labels = [torch.tensor([0, 0, 0, 1, 1, 2, 2, 2, 2]), torch.randint(0, 3, (14,), generator=g),
+              torch.tensor([0, 0, 1, 1, 1, 1, 2])]  # client 2 has one class-2 node: left out (A3)
+    stats = [O.class_statistics(f, y, 3) for f, y in zip(feats, labels)]
+    vectors = [O.sufficient_statistics(s, torch.bincount(y, minlength=3)) for s, y in zip(stats, labels)]
+    secure = SecureAggregator([0, 1, 2], seed=9)
+    masked = [secure.mask(k, v, round=1) for k, v in enumerate(vectors)]
+    for m, v in zip(masked, vectors):  # what the server receives is not the statistics
+        assert m.dtype == torch.int64 and not torch.allclose(secure.decode(m), v)
+    total = secure.unmask_sum(masked, 1, [0, 1, 2])
+    for denominator in ("paper", "exact"):
+        pooled = O.pooled_statistics(total, denominator)
+        for c in range(3):
+            rows = torch.cat([f[y == c] for f, y, s in zip(feats, labels, stats) if s.count[c] > 0]).double()
+            used = [s for s in stats if s.count[c] > 0]
+            assert pooled.count[c] == rows.size(0)
+            assert pooled.reporters[c] == len(used)
+            assert torch.allclose(pooled.mean[c], rows.mean(0), atol=1e-6)
+            union_var = rows.var(0, unbiased=True)
+            if denominator == "exact":
+                assert torch.allclose(pooled.var[c], union_var, atol=1e-5)
+            else:
+                n, m = rows.size(0), len(used)
+                assert torch.allclose(pooled.var[c], union_var * (n - 1) / (n - m), atol=1e-5)
+    assert stats[2].count[2] == 0 and pooled.count[2] == 4 + int((labels[1] == 2).sum())
+
+
+def test_the_run_aggregates_the_clients_nodes_exactly():
+    """End to end: the server's statistics equal those of the union of every client's propagated training rows."""
+    algorithm, _ = run(pooled_variance="exact")
+    target = algorithm.server.target
+    rows, ys = [], []
+    for data in federation().clients:
+        xp = O.propagated_features(data.x, data.edge_index, 1)
+        rows.append(xp[data.train_mask])
+        ys.append(data.y[data.train_mask])
+    rows, ys = torch.cat(rows).double(), torch.cat(ys)
+    for c in range(C):
+        assert target.count[c] == int((ys == c).sum())
+        assert torch.allclose(target.mean[c], rows[ys == c].mean(0), atol=1e-6)
+        assert torch.allclose(target.var[c], rows[ys == c].var(0), atol=1e-5)
+
+
+def test_the_ledger_holds_one_upload_and_one_download_per_client():
+    algorithm, result = run()
+    frame = result.ledger.to_frame()
+    assert len(frame) == 2 * len(algorithm.clients)
+    for client in algorithm.clients:
+        up = result.ledger.select(sender=client.name)
+        down = result.ledger.select(receiver=client.name)
+        assert [(m.receiver, m.name, m.dtype, m.round) for m in up] == [("server", "masked_statistics", "int64", 1)]
+        assert [(m.sender, m.name, m.round) for m in down] == [("server", "pseudo_graph", 1)]
+        assert up[0].shape == (C, 2 * 2 * F_IN + 3)
+        assert down[0].shape == (C, F_IN + C + 1)  # X' | A' | Y', one pseudo-node per class
+    assert "x" not in result.ledger.names(sender="clients")
+
+
+def test_pseudo_graph_round_trips_through_its_packing():
+    graph = O.PseudoGraph(torch.randn(4, 3), torch.rand(4, 4).triu(1), torch.tensor([0, 1, 2, 2]))
+    graph.adj = graph.adj + graph.adj.t()
+    back = O.unpack_pseudo_graph(O.pack_pseudo_graph(graph), 3)
+    assert torch.equal(back.x, graph.x) and torch.equal(back.adj, graph.adj) and torch.equal(back.y, graph.y)
+
+
+# --------------------------------------------------------------------------- HRE, Eqs. 1-3 and 17 by hand
+
+
+def hand_graph() -> tuple[Data, torch.Tensor]:
+    """Train: 0, 1 (class 0), 4 (class 1). Node 2 hangs on 0 and 1; node 3 between 0 and 4;
+    node 6 hangs on 4 only; node 5 is isolated."""
+    edges = torch.tensor([[0, 1], [0, 2], [1, 2], [0, 3], [3, 4], [4, 6]]).t()
+    y = torch.tensor([0, 0, 0, 1, 1, 0, 1])
+    train = torch.tensor([True, True, False, False, True, False, False])
+    return Data(edge_index=to_undirected(edges, num_nodes=7), y=y, num_nodes=7), train
+
+
+def test_homophily_and_distillation_factors_by_hand():
+    data, train = hand_graph()
+    h = O.train_node_homophily(data.edge_index, data.y, train)
+    # node 0: labelled neighbour 1 (same) -> 1; node 1: labelled neighbour 0 -> 1; node 4: none -> 0
+    assert h.tolist() == [1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    H = O.class_homophily(h, data.y, train, 2)
+    assert H.tolist() == [2.0, 0.0]
+    w = O.distillation_factors(H)
+    assert w.tolist() == pytest.approx([1 / (1 + math.log(3)), 1.0])
+
+
+def test_hre_selects_the_reliable_nodes_by_hand():
+    data, train = hand_graph()
+    soft = O.label_propagation(data.y, data.edge_index, train, 2, iterations=2, alpha=0.9)
+    assert soft[5].tolist() == [0.5, 0.5]  # isolated: uniform
+    assert soft[2, 1] == 0 and soft[2, 0] > 0  # only class-0 mass reaches node 2
+    assert soft[3, 0] > 0 and soft[3, 1] > 0  # node 3 is torn between the classes
+    w = O.distillation_factors(torch.tensor([2.0, 0.0], dtype=torch.float64)).float()
+    degree = torch.bincount(data.edge_index[0], minlength=7)
+    mask, label = O.reliable_nodes(soft, w, train, degree, top_k=1, confidence=1.0, min_degree=0)
+    assert mask.nonzero().view(-1).tolist() == [2]  # 6 is confident but class 1 is not in top-1 of H
+    assert label[2] == 0
+    mask, _ = O.reliable_nodes(soft, w, train, degree, top_k=2, confidence=1.0, min_degree=0)
+    assert mask.nonzero().view(-1).tolist() == [2, 6]
+    mask, _ = O.reliable_nodes(soft, w, train, degree, top_k=2, confidence=1.0, min_degree=2)
+    assert mask.nonzero().view(-1).tolist() == [2]  # node 6 has degree 1 (C1)
+    mask, _ = O.reliable_nodes(soft, w, train, degree, top_k=2, confidence=0.4, min_degree=0)
+    assert mask.nonzero().view(-1).tolist() == [2, 3, 5, 6]  # loose confidence admits the torn and the isolated
+    mask, _ = O.reliable_nodes(soft, w, train, degree, top_k=0, confidence=0.0, min_degree=0)
+    assert not mask.any()  # top_k = 0: HRE off
+
+
+def test_label_propagation_matches_the_formula():
+    data, train = hand_graph()
+    soft = O.label_propagation(data.y, data.edge_index, train, 2, iterations=2, alpha=0.9)
+    n = 7
+    A = torch.zeros(n, n)
+    A[data.edge_index[0], data.edge_index[1]] = 1
+    d = A.sum(1)
+    dinv = torch.where(d > 0, d.pow(-0.5), torch.zeros_like(d))
+    S = dinv.view(-1, 1) * A * dinv.view(1, -1)
+    Y0 = torch.zeros(n, 2)
+    Y0[train, data.y[train]] = 1
+    Y = Y0
+    for _ in range(2):
+        Y = (0.9 * S @ Y + 0.1 * Y0).clamp(0, 1)
+    Y[Y.sum(1) == 0] = 0.5
+    assert torch.allclose(soft, Y, atol=1e-6)
+
+
+def test_node_adaptive_gamma_is_clamped_eq17():
+    algorithm, _ = run(beta=0.5, gamma_max=0.3)
+    for client in algorithm.clients:
+        expected = (0.5 * (client.soft_labels.double() @ client.factors)).clamp(max=0.3).float()
+        assert torch.allclose(client.gamma, expected)
+        assert float(client.gamma.max()) <= 0.3 + 1e-7
+
+
+def test_distillation_term_is_the_weighted_mean_kl():
+    teacher, student = torch.randn(5, 3), torch.randn(5, 3)
+    gamma = torch.tensor([0.0, 0.1, 0.2, 0.3, 0.4])
+    p, q = teacher.softmax(1), student.softmax(1)
+    kl = (p * (p.log() - q.log())).sum(1)
+    assert O.distillation_term(teacher, gamma)(student).item() == pytest.approx(float((gamma * kl).sum() / 5), rel=1e-5)
+
+
+# --------------------------------------------------------------------------- condensation, stages, determinism
+
+
+def test_condensation_lowers_its_loss_and_keeps_weights_above_delta():
+    algorithm, result = run(condense_iterations=200)
+    history = result.extras["condensation_loss"]
+    assert len(history) == 201 and history[-1] < history[0]
+    adj = result.extras["pseudo_graph"].adj
+    assert torch.equal(adj, adj.t()) and torch.all(adj.diagonal() == 0)
+    assert torch.all((adj == 0) | (adj >= 0.01))
+
+
+def test_same_seed_same_numbers_other_seed_other_pseudo_graph():
+    _, a = run(seed=1)
+    _, b = run(seed=1)
+    _, c = run(seed=2)
+    assert a.metrics == b.metrics
+    assert torch.equal(a.extras["pseudo_graph"].x, b.extras["pseudo_graph"].x)
+    assert not torch.equal(a.extras["pseudo_graph"].x, c.extras["pseudo_graph"].x)
+
+
+def test_early_stopping_follows_the_code_schedule():
+    calls, values = [], iter([0.5, 0.6, 0.6, 0.55, 0.7])
+    model = torch.nn.Linear(1, 1)
+    out = O.train_with_early_stopping(model, calls.append, lambda: next(values), max_epochs=3000, eval_every=100,
+                                      patience=2)
+    assert calls == [101, 100, 100, 100]  # evaluations after steps j = 100, 200, 300, 400; stop after 2 misses
+    assert out == {"epochs": 401.0, "best_val_accuracy": 0.6}
+    calls = []
+    O.train_with_early_stopping(model, calls.append, lambda: 0.5, max_epochs=250, eval_every=100, patience=5)
+    assert calls == [101, 100, 50]  # the remaining steps after the last evaluation
+
+
+def test_metrics_weight_clients_by_local_nodes_a13():
+    """Per-client metrics averaged with weights = local node counts, not the test-set sizes."""
+    a = Prediction(torch.tensor([[1.0, 0.0], [1.0, 0.0]]), torch.tensor([0, 0]), weight=10.0)  # acc 1
+    b = Prediction(torch.tensor([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [1.0, 0.0]]), torch.tensor([1, 1, 1, 1]),
+                   weight=30.0)  # acc 0
+    assert summarize_predictions([a, b], 2, "client_weighted")["accuracy"] == pytest.approx(0.25)
+    a.weight = b.weight = None
+    assert summarize_predictions([a, b], 2, "client_weighted")["accuracy"] == pytest.approx(2 / 6)
+    # macro-F1 over all classes: class 1 absent from a's labels and predictions scores 0
+    assert summarize_predictions([a], 2, "client_weighted")["macro_f1"] == pytest.approx(0.5)
+
+
+def test_the_run_reports_weighted_metrics_and_phase_times():
+    algorithm, result = run()
+    rows = result.per_client
+    weights = [c.num_samples for c in algorithm.clients]
+    expected = sum(r["test_accuracy"] * w for r, w in zip(rows, weights)) / sum(weights)
+    assert result.metrics["test_accuracy"] == pytest.approx(expected)
+    assert set(result.extras["seconds"]) == {"statistics", "condensation", "stage1", "stage2", "evaluation"}
+
+
+@pytest.mark.parametrize("changes,match", [
+    ({"rounds": 5}, "rounds"),
+    ({"model": "sage"}, "model"),
+    ({"algorithm_options": {"hops": 0}}, "hops"),
+    ({"algorithm_options": {"stage2": "focal"}}, "stage2"),
+    ({"algorithm_options": {"gamma_min": 0.3, "gamma_max": 0.1}}, "gamma_min"),
+    ({"algorithm_options": {"hre_confidence": 1.5}}, "hre_confidence"),
+    ({"algorithm_options": {"gamma_max": "big"}}, "gamma_max"),
+    ({"algorithm_options": {"lp_alhpa": 0.5}}, "lp_alpha"),
+])
+def test_bad_settings_fail_before_any_work(changes, match):
+    base = {"algorithm": "opfgl", "rounds": 1}
+    with pytest.raises(ConfigError, match=match):
+        ExperimentConfig.from_dict({**base, **changes})
+
+
+def test_ablation_modes_change_only_stage_two():
+    _, none = run(stage2="none")
+    algorithm, ft = run(stage2="ft")
+    assert all(float(c.gamma.abs().sum()) == 0 for c in algorithm.clients)
+    assert all(row["stage2_epochs"] == 0 for row in none.per_client)
+    assert all(row["stage2_epochs"] > 0 for row in ft.per_client)
+    assert none.metrics != ft.metrics
+
+
+def test_the_authors_cora_settings_make_a_valid_config():
+    cfg = O.cora_louvain_config(2, hre_top_k=2, num_clients=20)
+    assert cfg.seed == 2 and cfg.num_clients == 20 and cfg.partition == "louvain_plus" and cfg.rounds == 1
+    assert cfg.partition_seed == 42 and cfg.split_seed == 42 and cfg.metric_aggregation == "client_weighted"
+    merged = O.Opfgl.check_options(cfg.algorithm_options)
+    assert merged["hre_top_k"] == 2 and merged["gamma_max"] == 0.15 and merged["stage2_lr"] == 5e-5
+    with pytest.raises(ConfigError, match="unknown config key"):
+        O.cora_louvain_config(0, not_a_key=1)
