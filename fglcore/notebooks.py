@@ -256,8 +256,44 @@ def prepare(notebook: str | os.PathLike, profile: str, overrides: Mapping[str, A
     for key, value in (("profile", profile), ("output_dir", injected_dir)):
         if key in declared:
             params[key] = value
-    check_plan(notebook, {**{k: p.default for k, p in declared.items()}, **params})
+    check_data_available(check_plan(notebook, {**{k: p.default for k, p in declared.items()}, **params}))
     return params, out
+
+
+def planned_datasets(plan: Any) -> list[str]:
+    """The datasets of every :class:`~fglcore.config.ExperimentConfig` in a notebook's plan (dicts, lists and
+    tuples are searched), in order of first appearance."""
+    from fglcore.config import ExperimentConfig
+
+    found: dict[str, None] = {}
+
+    def walk(item: Any) -> None:
+        if isinstance(item, ExperimentConfig):
+            found.setdefault(item.dataset, None)
+        elif isinstance(item, Mapping):
+            for value in item.values():
+                walk(value)
+        elif isinstance(item, (list, tuple)):
+            for value in item:
+                walk(value)
+
+    walk(plan)
+    return list(found)
+
+
+def check_data_available(plan: Any) -> None:
+    """Fetch now the raw files of each planned dataset that is neither in the data root nor in the mirror
+    (PyG's download, when online), so that data that cannot be had stops the run before the kernel starts
+    (:class:`ConfigError`, with the files to put where) instead of in the middle of the notebook."""
+    from fglcore.data.datasets import DatasetUnavailableError, dataset_status, ensure_raw, is_dataset_path
+
+    for name in planned_datasets(plan):
+        if is_dataset_path(name) or dataset_status(name).status != "missing":
+            continue
+        try:
+            ensure_raw(name)
+        except DatasetUnavailableError as err:
+            raise ConfigError(str(err)) from None
 
 
 def staging_folder(out: Path, notebook: Path) -> Path:

@@ -355,3 +355,22 @@ def test_stop_any_output_folder(capsys, tmp_path):
     assert status == 0 and (tmp_path / STOP_FILE).exists()
     status, text = run_cli(capsys, "stop", "--out", str(tmp_path / "missing"))
     assert status == 2 and "--out" in text
+
+
+def test_a_dataset_that_cannot_be_had_exits_2_before_the_kernel_starts(capsys, monkeypatch, tmp_path):
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise OSError("network blocked by test")
+
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setenv("FGL_DATA", str(tmp_path / "data"))
+    monkeypatch.delenv("FGL_DATA_MIRROR", raising=False)
+    monkeypatch.setattr(notebooks, "execute", lambda *a, **k: pytest.fail("a kernel was started"))
+    status, text = run_cli(capsys, "run", str(TOUR), "--profile", "smoke", "--out", str(tmp_path / "out"))
+    assert status == 2 and "dataset 'Cora' is not available" in text and "ind.cora.x" in text, text
+    assert "Traceback" not in text and not (tmp_path / "out").exists()
+    defaults = {k: p.default for k, p in notebooks.read_parameters(TOUR).items()}
+    plan = notebooks.check_plan(TOUR, {**defaults, "dataset": "CiteSeer"})
+    assert notebooks.planned_datasets({"nested": [plan]}) == ["CiteSeer"]
