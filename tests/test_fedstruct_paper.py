@@ -17,7 +17,7 @@ import yaml
 from fglcore import paths
 from fglcore.algorithms.base import ALGORITHMS
 from fglcore.algorithms.fedstruct import NSF
-from fglcore.compare import check_claims, load_paper, validate_paper
+from fglcore.compare import check_claims, compare, load_paper, validate_paper
 from fglcore.data.datasets import dataset_names
 from fglcore.data.multihop import PRUNING
 from fglcore.data.partition import PARTITIONERS
@@ -178,3 +178,11 @@ def test_every_claim_holds_on_the_papers_own_numbers(paper):
     groups = claims[(claims["group"] != "overall") & claims["id"].isin(judged.index)]
     assert groups["data"].eq("paper").all() and groups["holds"].eq(True).all()
     assert len(judged) == len(paper["claims"]) - len(no_numbers) == 31
+
+
+def test_the_papers_own_numbers_match_every_entry_unambiguously(paper):
+    """Each entry picks exactly one cell of rows labelled as the notes say (no entry is ambiguous)."""
+    out = compare(_paper_as_results(paper), paper)
+    assert len(out) == len(paper["results"])
+    assert out["status"].eq("match").all() and out["delta"].abs().max() < 1e-9
+    assert out["data"].eq("paper").all()
