@@ -32,6 +32,22 @@ def tiny_graph():
     return Data(x=x, edge_index=edge_index, y=y, num_nodes=6)
 
 
+@pytest.fixture(scope="session")
+def paper_text():
+    """``paper_text(file)``: the text of a paper in the first ``shared/papers/`` folder above the checkout
+    (where sessions and CI have it); the test is skipped where it is absent."""
+
+    def read(name: str) -> str:
+        repo = Path(__file__).resolve().parent.parent
+        for folder in repo.parents:
+            path = folder / "shared" / "papers" / name
+            if path.is_file():
+                return path.read_text(encoding="utf-8")
+        pytest.skip(f"the paper text {name} is not in a shared/papers/ folder above {repo}")
+
+    return read
+
+
 def pytest_sessionstart(session):
     # Re-executed notebooks (nbval, smoke runs) write under a scratch outputs root,
     # never over the committed outputs/.

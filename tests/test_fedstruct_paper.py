@@ -1,14 +1,11 @@
 """``params/fedstruct/paper.yaml``: valid, its numbers are the paper's, its ids are known, its claims hold on the paper.
 
 The paper text (``003_39e4603d6e4dce0e.txt``, FedStruct, ICLR 2025) is read from
-``$FGL_PAPERS`` (default ``/work/shared/papers``); the checks that need it skip
-when it is absent.
+``shared/papers/`` beside the checkout; the checks that need it skip when it is absent.
 """
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -42,11 +39,8 @@ def paper():
 
 
 @pytest.fixture(scope="module")
-def paper_lines():
-    path = Path(os.environ.get("FGL_PAPERS", "/work/shared/papers")) / "003_39e4603d6e4dce0e.txt"
-    if not path.is_file():
-        pytest.skip(f"the FedStruct paper text {path} is not available")
-    return path.read_text(encoding="utf-8").split("\n")
+def paper_lines(paper_text):
+    return paper_text("003_39e4603d6e4dce0e.txt").split("\n")
 
 
 def test_the_file_validates_and_holds_every_table(paper):

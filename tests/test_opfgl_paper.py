@@ -1,15 +1,13 @@
 """params/opfgl/paper.yaml: valid, transcribed faithfully from the paper's tables, and every id known.
 
 The transcription check reads the paper's own text (arXiv 2411.11304 as extracted in
-``shared/papers/001_4da6b5b673fbf4e4.txt``, or ``$FGL_PAPERS``; skipped where absent): every entry of the main tables must sit in its
+``shared/papers/001_4da6b5b673fbf4e4.txt`` beside the checkout; skipped where absent): every entry of the main tables must sit in its
 method's row, in its dataset's (and model's) column, with the printed mean and std; every entry
 of the sensitivity tables (19-23) must appear as "mean ±std" in that table.
 """
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 
@@ -19,12 +17,7 @@ from fglcore.data.datasets import dataset_names
 from fglcore.data.partition import PARTITIONERS
 from fglcore.models import MODELS
 
-REPO = Path(__file__).resolve().parent.parent
 PAPER_NAME = "001_4da6b5b673fbf4e4.txt"
-PAPER_TEXT = next((d / PAPER_NAME for d in ([Path(os.environ["FGL_PAPERS"])] if os.environ.get("FGL_PAPERS") else [])
-                   + [p / "shared" / "papers" for p in REPO.parents] if (d / PAPER_NAME).is_file()),
-                  REPO.parent / "shared" / "papers" / PAPER_NAME)
-"""The paper's text: ``$FGL_PAPERS`` or the first ``shared/papers`` above the repository that holds it."""
 
 ROW_LABELS = {"local": "Standalone", "fedavg_ft": "FedAvg", "fedavg": "FedAvg", "fedpub": "FedPUB", "fedgta": "FedGTA",
               "fedtad": "FedTAD", "fedspray": "FedSpray", "fedlog": "FedLoG", "dense": "DENSE", "coboost": "Co-Boost",
@@ -42,10 +35,8 @@ def paper():
 
 
 @pytest.fixture(scope="module")
-def text():
-    if not PAPER_TEXT.is_file():
-        pytest.skip(f"the paper's text {PAPER_TEXT} is not here")
-    return PAPER_TEXT.read_text(encoding="utf-8").replace("±plus-or-minus\\pm±", "±").splitlines()
+def text(paper_text):
+    return paper_text(PAPER_NAME).replace("±plus-or-minus\\pm±", "±").splitlines()
 
 
 def table_lines(text: list[str], table: str) -> list[str]:
