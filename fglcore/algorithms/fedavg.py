@@ -135,11 +135,19 @@ class FedAvg(Algorithm):
 
     def build(self, channel: Channel) -> tuple[Server, list[Client]]:
         global_model, models = self.init_models()
-        shared = shared_parameter_names(models, self.options["share"], self.client_dims())
+        shared = self.shared_names(models)
         initial = module_payload(global_model, include=set(shared).__contains__)
-        server = FedAvgServer({name: value.to(self.device) for name, value in initial.items()})
+        server = self.make_server({name: value.to(self.device) for name, value in initial.items()})
         clients = [self.make_client(cid, self.make_trainer(model, cid), shared) for cid, model in enumerate(models)]
         return server, clients
+
+    def shared_names(self, models: Sequence[nn.Module]) -> list[str]:
+        """The parameters the server holds and the clients exchange (option ``share``)."""
+        return shared_parameter_names(models, self.options["share"], self.client_dims())
+
+    def make_server(self, parameters: dict[str, Tensor]) -> FedAvgServer:
+        """The server, holding the initial global ``parameters`` (on the algorithm's device)."""
+        return FedAvgServer(parameters)
 
     def make_client(self, cid: int, trainer: Trainer, shared: Sequence[str]) -> FedAvgClient:
         return FedAvgClient(cid, trainer, self.config.local_epochs, shared, self.options["reset_optimizer"])

@@ -67,7 +67,10 @@ checks the ledger).
   Eq. 3), takes one Adam step on :math:`\theta` (lr and weight decay of the
   config; digest item 3) and sends :math:`\theta` and, for Hop2Vec, the
   averaged ``grad_S`` with which every client takes the same Adam step on
-  :math:`S` (:math:`\lambda_s = \lambda`, Table 5);
+  :math:`S` (:math:`\lambda_s = \lambda`, Table 5). The server, the
+  gradient upload and the weights are the FedSGD baseline's
+  (:mod:`fglcore.algorithms.fedsgd`, algorithm ``fedsgd``): one FedSGD in
+  the package;
 * ``"fedavg"`` (official "WA"): ``config.local_epochs`` local Adam steps on
   :math:`\theta` (and :math:`S`), then the weighted mean of the weights
   (and of :math:`S`).
@@ -111,6 +114,8 @@ from torch import Tensor
 from torch_geometric.data import Data
 
 from fglcore.algorithms.base import Algorithm, register_algorithm
+from fglcore.algorithms.fedavg import FedAvgServer
+from fglcore.algorithms.fedsgd import WEIGHTINGS, FedSGDServer, client_weight
 from fglcore.algorithms.training import client_seed, make_optimizer
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import cross_blocks
@@ -118,7 +123,7 @@ from fglcore.data.multihop import PRUNING, multihop_adjacency, prune_at, prune_t
 from fglcore.data.node_structure import degree_features, fedstar_features
 from fglcore.fl.channel import Channel
 from fglcore.fl.engine import SERVER, Client, Payload, Server
-from fglcore.fl.parameters import load_payload, module_payload
+from fglcore.fl.parameters import gradient_payload, load_payload, module_payload
 from fglcore.metrics import Prediction, minority_mask
 from fglcore.models.fedstruct import FedStructModel
 from fglcore.runtime import set_seed
@@ -231,26 +236,28 @@ def server_abar(data: Data, assignment: Tensor, clients: list[Data], hops: int, 
 # --------------------------------------------------------------------------- participants
 
 
-class FedStructServer(Server):
-    """Holds :math:`\\theta` and its Adam state (FedSGD) or the mean weights (FedAvg); never sees data."""
+class FedStructServer(FedSGDServer):
+    """Holds :math:`\\theta`: the FedSGD server (:mod:`fglcore.algorithms.fedsgd`: the clients' mean gradient,
+    one Adam step) or, with ``training="fedavg"``, FedAvg's (the mean weights); never sees data. It also
+    relays the clients' mean ``grad_S`` (FedSGD) or ``S`` (FedAvg) of Hop2Vec to every client."""
 
     def __init__(self, model: FedStructModel, config: ExperimentConfig, training: str):
-        self.model = model
         self.training = training
-        self.optimizer = make_optimizer(model.parameters(), config) if training == "fedsgd" else None
+        if training == "fedsgd":
+            super().__init__(module_payload(model), config)
+        else:
+            FedAvgServer.__init__(self, module_payload(model))
         self.extra: dict[str, Tensor] = {}  # grad_S (FedSGD, Hop2Vec) or S (FedAvg, Hop2Vec)
 
     def payload_for(self, client: Client, round: int) -> Payload:
-        return {**module_payload(self.model), **self.extra}
+        return {**super().payload_for(client, round), **self.extra}
 
     def apply_mean(self, mean: Payload, round: int) -> None:
         extra = {k: mean.pop(k) for k in (GRAD_S, S_NAME) if k in mean}
         if self.training == "fedsgd":
-            for name, param in self.model.named_parameters():
-                param.grad = mean[name].to(param.dtype)
-            self.optimizer.step()
+            super().apply_mean(mean, round)
         else:
-            load_payload(self.model, mean)
+            FedAvgServer.apply_mean(self, mean, round)
         self.extra = extra
 
 
@@ -312,8 +319,7 @@ class FedStructClient(Client):
     def fit(self, round: int) -> Payload:
         if self.training == "fedsgd":
             self._step()
-            update = {n: (p.grad if p.grad is not None else torch.zeros_like(p)).detach()
-                      for n, p in self.model.named_parameters()}
+            update = gradient_payload(self.model)
             if self.learnable_s:
                 update[GRAD_S] = (self.s.grad if self.s.grad is not None else torch.zeros_like(self.s)).detach()
             return update
@@ -415,7 +421,7 @@ class FedStruct(Algorithm):
         "input_layer_norm": True, "simulation": "clients",
     }
     option_choices = {"nsf": NSF, "pruning": PRUNING, "abar_protocol": ("clients", "server"),
-                      "training": ("fedsgd", "fedavg"), "weighting": ("nodes", "labelled"),
+                      "training": ("fedsgd", "fedavg"), "weighting": WEIGHTINGS,
                       "loss": ("logits", "double_softmax"), "simulation": ("clients", "fused")}
     citation = "Aliakbari, Östman and Graell i Amat, Decoupled Subgraph Federated Learning, ICLR 2025"
 
@@ -462,7 +468,7 @@ class FedStruct(Algorithm):
         model = FedStructModel(int(self.federation.num_features), c.hidden, int(self.federation.num_classes),
                                o["structure_dim"], o["structure_hidden"], c.num_layers, o["feature_hops"],
                                c.dropout, o["input_layer_norm"])
-        weights = [int(d.num_nodes) if o["weighting"] == "nodes" else int(d.train_mask.sum()) for d in clients]
+        weights = [client_weight(d, o["weighting"]) for d in clients]
         if o["simulation"] == "fused":
             learner = FusedLearner(model, clients, abar, structure[0], o["nsf"] == "h2v", weights, c, o["loss"],
                                    self.device)

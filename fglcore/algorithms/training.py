@@ -143,19 +143,29 @@ class NodeTrainer:
     def forward(self) -> Tensor:
         return self.model(self.x, self.graph)
 
-    def train_epochs(self, epochs: int, extra_loss: ExtraLoss | None = None) -> float:
-        """``epochs`` full-batch steps; returns the last step's loss."""
+    def backward(self, extra_loss: ExtraLoss | None = None) -> Tensor:
+        """One full-batch gradient, no step: clears the gradients, then back-propagates the mean cross-entropy
+        over the training nodes (plus ``extra_loss(output)``) in train mode; returns the loss, detached.
+
+        A step of :meth:`train_epochs`; FedSGD clients upload the gradients it leaves
+        (:mod:`fglcore.algorithms.fedsgd`).
+        """
         self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        out = self.forward()
+        loss = F.cross_entropy(out[self.train_idx], self.y_train)
+        if extra_loss is not None:
+            loss = loss + extra_loss(out)
+        loss.backward()
+        return loss.detach()
+
+    def train_epochs(self, epochs: int, extra_loss: ExtraLoss | None = None) -> float:
+        """``epochs`` full-batch steps (:meth:`backward`, then an optimizer step); returns the last step's loss."""
         loss = torch.zeros((), device=self.device)
         for _ in range(epochs):
-            self.optimizer.zero_grad(set_to_none=True)
-            out = self.forward()
-            loss = F.cross_entropy(out[self.train_idx], self.y_train)
-            if extra_loss is not None:
-                loss = loss + extra_loss(out)
-            loss.backward()
+            loss = self.backward(extra_loss)
             self.optimizer.step()
-        return float(loss.detach())
+        return float(loss)
 
     @torch.no_grad()
     def logits(self) -> Tensor:

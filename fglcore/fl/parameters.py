@@ -25,6 +25,14 @@ def module_payload(module: nn.Module, include: Callable[[str], bool] | None = No
     return {name: p.detach() for name, p in module.named_parameters() if include is None or include(name)}
 
 
+def gradient_payload(module: nn.Module, include: Callable[[str], bool] | None = None) -> dict[str, Tensor]:
+    """The gradients of the module's named parameters that pass ``include(name)``, detached; zeros where a
+    parameter has no gradient (it took no part in the loss, or there was no loss: a client without labelled
+    nodes). What a FedSGD client uploads (McMahan et al., AISTATS 2017, FedSGD; FedStruct, Eqs. 3-5)."""
+    return {name: (p.grad if p.grad is not None else torch.zeros_like(p)).detach()
+            for name, p in module.named_parameters() if include is None or include(name)}
+
+
 def load_payload(module: nn.Module, payload: Mapping[str, Tensor]) -> None:
     """Copy ``payload`` into the module's parameters of the same names, in place.
 
