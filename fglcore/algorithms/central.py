@@ -23,6 +23,8 @@ class, as for federated methods. No message is sent.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
@@ -81,9 +83,13 @@ class CentralGraphLearner:
 
 
 class CentralView(Client):
-    """Client ``cid``'s seat at the central model: it triggers the round's training and scores its own samples."""
+    """Client ``cid``'s seat at a learner that trains every client's data at once (the central model, or
+    FedStruct's fused simulation): it triggers the round's training and scores its own samples.
 
-    def __init__(self, cid: int, num_samples: int, learner: CentralNodeLearner | CentralGraphLearner):
+    ``learner`` has ``train_round(round)`` and ``predict(cid)``.
+    """
+
+    def __init__(self, cid: int, num_samples: int, learner: Any):
         super().__init__(cid, num_samples)
         self.learner = learner
 

@@ -114,6 +114,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 
 from fglcore.algorithms.base import Algorithm, register_algorithm
+from fglcore.algorithms.central import CentralView
 from fglcore.algorithms.fedavg import FedAvgServer
 from fglcore.algorithms.fedsgd import WEIGHTINGS, FedSGDServer, client_weight
 from fglcore.algorithms.training import client_seed, make_optimizer
@@ -389,21 +390,6 @@ class FusedLearner:
                 for split, idx in self.views[cid].items()}
 
 
-class FusedView(Client):
-    """Client ``cid``'s seat in the fused simulation: triggers the round's step, scores its own nodes."""
-
-    def __init__(self, cid: int, num_samples: int, learner: FusedLearner):
-        super().__init__(cid, num_samples)
-        self.learner = learner
-
-    def fit(self, round: int) -> None:
-        self.learner.train_round(round)
-        return None
-
-    def evaluate(self) -> dict[str, Prediction]:
-        return self.learner.predict(self.cid)
-
-
 # --------------------------------------------------------------------------- the algorithm
 
 
@@ -472,7 +458,7 @@ class FedStruct(Algorithm):
         if o["simulation"] == "fused":
             learner = FusedLearner(model, clients, abar, structure[0], o["nsf"] == "h2v", weights, c, o["loss"],
                                    self.device)
-            return None, [FusedView(k, w, learner) for k, w in enumerate(weights)]
+            return None, [CentralView(k, w, learner) for k, w in enumerate(weights)]
         server = FedStructServer(copy.deepcopy(model), c, o["training"])
         participants = []
         for k, data in enumerate(clients):
