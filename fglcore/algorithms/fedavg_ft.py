@@ -55,6 +55,8 @@ import dataclasses
 import math
 from typing import Any, ClassVar, Mapping, Sequence
 
+from torch import Tensor
+
 from fglcore.algorithms.base import Trainer, register_algorithm
 from fglcore.algorithms.fedavg import FedAvg, FedAvgClient, FedAvgServer
 from fglcore.algorithms.opfgl import Opfgl, train_with_early_stopping, validation_accuracy, weighted_by_nodes
@@ -146,9 +148,8 @@ class FedAvgFT(FedAvg):
             raise ConfigError(f"rounds: fedavg_ft is one-shot (one upload, one download per client); set rounds "
                               f"to 1, got {config.rounds}")
 
-    def build(self, channel: Channel) -> tuple[OneShotServer, list[FineTuneClient]]:
-        server, clients = super().build(channel)
-        return OneShotServer(server.parameters), clients
+    def make_server(self, parameters: dict[str, Tensor]) -> OneShotServer:
+        return OneShotServer(parameters)
 
     def make_client(self, cid: int, trainer: Trainer, shared: Sequence[str]) -> FineTuneClient:
         return FineTuneClient(cid, trainer, self._epochs, shared, int(self.clients_data[cid].num_nodes))
