@@ -504,6 +504,20 @@ def train_with_early_stopping(model: nn.Module, step: Callable[[int], None], val
     return {"epochs": float(done), "best_val_accuracy": best}
 
 
+def validation_accuracy(trainer: NodeTrainer) -> float:
+    """The local validation accuracy that early stopping watches (A12); ``-inf`` without validation nodes."""
+    prediction = trainer.predict()["val"]
+    value = accuracy(prediction.logits, prediction.y)
+    return -math.inf if math.isnan(value) else value
+
+
+def weighted_by_nodes(predictions: dict[str, Prediction], num_nodes: int) -> dict[str, Prediction]:
+    """``predictions`` with every split weighted by the client's local node count (A13, ``client_weighted``)."""
+    for prediction in predictions.values():
+        prediction.weight = float(num_nodes)
+    return predictions
+
+
 def distillation_term(teacher_logits: Tensor, gamma: Tensor) -> Callable[[Tensor], Tensor]:
     """Eq. 16: :math:`\\frac1{N}\\sum_i\\gamma_i\\,\\mathrm{KL}(p_T(i)\\Vert p_S(i))` over all local nodes, T = 1 (A9)."""
     target = F.softmax(teacher_logits, dim=1)
@@ -578,9 +592,7 @@ class OpfglClient(Client):
         self.pseudo_graph = unpack_pseudo_graph(payload["pseudo_graph"], self.num_features)
 
     def val_accuracy(self) -> float:
-        prediction = self.trainer.predict()["val"]
-        value = accuracy(prediction.logits, prediction.y)
-        return -math.inf if math.isnan(value) else value
+        return validation_accuracy(self.trainer)
 
     def stage1(self) -> dict[str, float]:
         """Eq. 14: cross-entropy of the model on the pseudo-graph; early stopping on local validation accuracy."""
@@ -627,10 +639,7 @@ class OpfglClient(Client):
         return None
 
     def evaluate(self) -> dict[str, Prediction]:
-        predictions = self.trainer.predict()
-        for prediction in predictions.values():
-            prediction.weight = float(self.num_samples)  # A13: clients weighted by local node count
-        return predictions
+        return weighted_by_nodes(self.trainer.predict(), self.num_samples)
 
 
 class OpfglServer(Server):
