@@ -261,15 +261,22 @@ def prepare(notebook: str | os.PathLike, profile: str, overrides: Mapping[str, A
 
 
 def planned_datasets(plan: Any) -> list[str]:
-    """The datasets of every :class:`~fglcore.config.ExperimentConfig` in a notebook's plan (dicts, lists and
-    tuples are searched), in order of first appearance."""
+    """The datasets every :class:`~fglcore.config.ExperimentConfig` in a notebook's plan loads (dicts, lists
+    and tuples are searched), in order of first appearance: for a FedStar group, the members its
+    ``partition_options`` keep (``members`` / ``exclude``, e.g. the settings without COLLAB)."""
     from fglcore.config import ExperimentConfig
+    from fglcore.data.datasets import DATASETS, is_dataset_path
+    from fglcore.data.partition import select_members
 
     found: dict[str, None] = {}
 
     def walk(item: Any) -> None:
         if isinstance(item, ExperimentConfig):
-            found.setdefault(item.dataset, None)
+            name, options = item.dataset, item.partition_options
+            grouped = not is_dataset_path(name) and DATASETS.get(name).is_group
+            for member in (select_members(name, options.get("members", ()), options.get("exclude", ()))
+                           if grouped else [name]):
+                found.setdefault(member, None)
         elif isinstance(item, Mapping):
             for value in item.values():
                 walk(value)

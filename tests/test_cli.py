@@ -374,3 +374,7 @@ def test_a_dataset_that_cannot_be_had_exits_2_before_the_kernel_starts(capsys, m
     defaults = {k: p.default for k, p in notebooks.read_parameters(TOUR).items()}
     plan = notebooks.check_plan(TOUR, {**defaults, "dataset": "CiteSeer"})
     assert notebooks.planned_datasets({"nested": [plan]}) == ["CiteSeer"]
+    fedstar = notebooks_root() / "fedstar" / "3_results.ipynb"
+    defaults = {k: p.default for k, p in notebooks.read_parameters(fedstar).items()}
+    used = notebooks.planned_datasets(notebooks.check_plan(fedstar, {**defaults, "settings": ["biosncv"], "members": []}))
+    assert "IMDB-BINARY" in used and "COLLAB" not in used  # the members a setting loads, not those it leaves out
