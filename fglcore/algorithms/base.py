@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from fglcore.algorithms.training import ExtraLoss, GraphTrainer, NodeTrainer, client_seed
-from fglcore.checks import check_finite
+from fglcore.checks import Bounds, check_finite, check_number
 from fglcore.config import ConfigError, ExperimentConfig, check_choice, check_type, check_unknown_keys
 from fglcore.fl.channel import Channel
 from fglcore.fl.checkpoint import RoundCheckpoint
@@ -53,6 +53,8 @@ class Algorithm:
     * ``default_options``: every accepted ``config.algorithm_options`` key
       with its default; a value must have the default's type;
     * ``option_choices``: for string options, the accepted values;
+    * ``option_bounds``: for number options, their range (:class:`~fglcore.checks.Bounds`; an option whose
+      default is ``None`` must be ``None`` or a number in range);
     * ``citation``: the paper it follows;
     * ``secure_aggregation_unsupported``: why the server needs individual
       updates (so secure aggregation cannot be used), or ``None``.
@@ -64,6 +66,7 @@ class Algorithm:
     needs_cross_edges: ClassVar[bool] = False
     default_options: ClassVar[dict[str, Any]] = {}
     option_choices: ClassVar[dict[str, tuple[str, ...]]] = {}
+    option_bounds: ClassVar[dict[str, Bounds]] = {}
     citation: ClassVar[str] = ""
     secure_aggregation_unsupported: ClassVar[str | None] = None
 
@@ -98,6 +101,9 @@ class Algorithm:
             merged[key] = check_finite(f"algorithm_options.{key}", check_type(f"algorithm_options.{key}", value, expected))
             if key in cls.option_choices:
                 check_choice(f"algorithm_options.{key}", merged[key], list(cls.option_choices[key]))
+            if key in cls.option_bounds and merged[key] is not None:
+                integer = isinstance(default, int) and not isinstance(default, bool)
+                check_number(f"algorithm_options.{key}", merged[key], cls.option_bounds[key], integer=integer)
         return merged
 
     def __init__(self, config: ExperimentConfig, federation: Any, device: torch.device | str):

@@ -61,6 +61,7 @@ from fglcore.algorithms.base import Trainer, register_algorithm
 from fglcore.algorithms.fedavg import FedAvg, FedAvgClient, FedAvgServer
 from fglcore.algorithms.opfgl import Opfgl, train_with_early_stopping, validation_accuracy, weighted_by_nodes
 from fglcore.algorithms.training import make_optimizer
+from fglcore.checks import POSITIVE, Bounds
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
 from fglcore.fl.engine import Client, Payload, RunResult, evaluate_clients, per_client_metrics
@@ -120,6 +121,7 @@ class FedAvgFT(FedAvg):
         "eval_every": Opfgl.default_options["eval_every"],
         "patience": Opfgl.default_options["patience"],
     }
+    option_bounds = {"ft_lr": Bounds(above=0), **dict.fromkeys(("max_epochs", "eval_every", "patience"), POSITIVE)}
 
     @classmethod
     def check_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -130,15 +132,6 @@ class FedAvgFT(FedAvg):
             raise ConfigError(f"algorithm_options.local_epochs_grid: {grid!r} is not accepted; accepted: a "
                               f"non-empty list of distinct integers from 1 to {MAX_GRID_EPOCHS}")
         merged["local_epochs_grid"] = sorted(grid)
-        lr = merged["ft_lr"]
-        if lr is not None:
-            if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr <= 0:
-                raise ConfigError(f"algorithm_options.ft_lr: {lr!r} is not accepted; accepted: None "
-                                  "(config.lr) or a number > 0")
-            merged["ft_lr"] = float(lr)
-        for key in ("max_epochs", "eval_every", "patience"):
-            if merged[key] < 1:
-                raise ConfigError(f"algorithm_options.{key}: {merged[key]} is not accepted; accepted: >= 1")
         return merged
 
     @classmethod

@@ -118,6 +118,7 @@ from fglcore.algorithms.central import CentralView
 from fglcore.algorithms.fedavg import FedAvgServer
 from fglcore.algorithms.fedsgd import WEIGHTINGS, FedSGDServer, client_weight
 from fglcore.algorithms.training import client_seed, make_optimizer
+from fglcore.checks import NON_NEGATIVE, POSITIVE, Bounds
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import cross_blocks
 from fglcore.data.multihop import PRUNING, multihop_adjacency, prune_at, prune_top, to_torch_sparse, top_values_threshold
@@ -409,6 +410,8 @@ class FedStruct(Algorithm):
     option_choices = {"nsf": NSF, "pruning": PRUNING, "abar_protocol": ("clients", "server"),
                       "training": ("fedsgd", "fedavg"), "weighting": WEIGHTINGS,
                       "loss": ("logits", "double_softmax"), "simulation": ("clients", "fused")}
+    option_bounds = {"structure_hops": POSITIVE, "feature_hops": NON_NEGATIVE, "prune_p": POSITIVE,
+                     "structure_dim": POSITIVE, "h2v_init_std": Bounds(above=0)}
     citation = "Aliakbari, Östman and Graell i Amat, Decoupled Subgraph Federated Learning, ICLR 2025"
 
     @classmethod
@@ -418,15 +421,10 @@ class FedStruct(Algorithm):
         if config.model != "decoupled_gcn":
             raise ConfigError(f"model: fedstruct's feature branch is a decoupled GCN, so model must be "
                               f"'decoupled_gcn', got {config.model!r}")
-        for key, low in (("structure_hops", 1), ("feature_hops", 0), ("prune_p", 1), ("structure_dim", 1)):
-            if o[key] < low:
-                raise ConfigError(f"algorithm_options.{key}: must be >= {low}, got {o[key]}")
         hidden = o["structure_hidden"]
         if not all(isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in hidden):
             raise ConfigError(f"algorithm_options.structure_hidden: must be a list of integers >= 1 (the hidden "
                               f"widths of theta_s, e.g. [256]), got {hidden!r}")
-        if o["h2v_init_std"] <= 0:
-            raise ConfigError(f"algorithm_options.h2v_init_std: must be > 0, got {o['h2v_init_std']}")
         if o["simulation"] == "fused" and o["training"] != "fedsgd":
             raise ConfigError("algorithm_options.simulation: 'fused' simulates FedSGD only; use simulation='clients' "
                               f"with training={o['training']!r}")

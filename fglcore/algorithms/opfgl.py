@@ -123,6 +123,7 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
 from fglcore.algorithms.base import Algorithm, register_algorithm
 from fglcore.algorithms.training import NodeTrainer
+from fglcore.checks import NON_NEGATIVE, PROBABILITY, Bounds
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
 from fglcore.fl.engine import SERVER, Client, RunResult, Server, evaluate_clients, per_client_metrics
@@ -721,31 +722,19 @@ class Opfgl(Algorithm):
         "smoothness": ("code", "paper"),
         "stage2": STAGE2_MODES,
     }
+    option_bounds = {
+        **{key: Bounds(minimum=low) for key, low in (
+            ("hops", 1), ("min_class_count", 2), ("lp_iterations", 1), ("hre_top_k", 0), ("hre_min_degree", 0),
+            ("nodes_per_class", 1), ("condense_iterations", 0), ("pge_hidden", 1), ("max_epochs", 1),
+            ("eval_every", 1), ("patience", 1))},
+        **dict.fromkeys(("lp_alpha", "hre_confidence", "edge_threshold", "node_rate"), PROBABILITY),
+        **dict.fromkeys(("lr_feat", "lr_adj", "stage1_lr", "stage2_lr"), Bounds(above=0)),
+        **dict.fromkeys(("align_weight", "smoothness_weight", "beta", "gamma_min", "gamma_max"), NON_NEGATIVE),
+    }
 
     @classmethod
     def check_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
         merged = super().check_options(options)
-        at_least = {"hops": 1, "min_class_count": 2, "lp_iterations": 1, "hre_top_k": 0, "hre_min_degree": 0,
-                    "nodes_per_class": 1, "condense_iterations": 0, "pge_hidden": 1, "max_epochs": 1,
-                    "eval_every": 1, "patience": 1}
-        for key, low in at_least.items():
-            if merged[key] < low:
-                raise ConfigError(f"algorithm_options.{key}: must be >= {low}, got {merged[key]}")
-        for key in ("lp_alpha", "hre_confidence", "edge_threshold", "node_rate"):
-            if not 0.0 <= merged[key] <= 1.0:
-                raise ConfigError(f"algorithm_options.{key}: must be in [0, 1], got {merged[key]}")
-        for key in ("lr_feat", "lr_adj", "stage1_lr", "stage2_lr"):
-            if merged[key] <= 0:
-                raise ConfigError(f"algorithm_options.{key}: must be > 0, got {merged[key]}")
-        for key in ("align_weight", "smoothness_weight", "beta"):
-            if merged[key] < 0:
-                raise ConfigError(f"algorithm_options.{key}: must be >= 0, got {merged[key]}")
-        for key in ("gamma_min", "gamma_max"):
-            value = merged[key]
-            if value is not None:
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                    raise ConfigError(f"algorithm_options.{key}: expected None or a number >= 0, got {value!r}")
-                merged[key] = float(value)
         if merged["gamma_min"] is not None and merged["gamma_max"] is not None \
                 and merged["gamma_min"] > merged["gamma_max"]:
             raise ConfigError(f"algorithm_options.gamma_min ({merged['gamma_min']}) must be <= gamma_max "
