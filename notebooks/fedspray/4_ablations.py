@@ -87,11 +87,13 @@ def show_comparison(results, table, index=("dataset", "method")):
 # ## Data
 #
 # As in `3_results`: the paper's datasets with their official partition
-# files when present, otherwise Cora, CiteSeer and Chameleon, each split
-# into its `stand_in_clients` largest Louvain communities. Each ablation
-# runs on the datasets of its `*_datasets` parameter; the full profile gives
-# each as many stand-ins as the paper used datasets, chosen by kind
-# (Chameleon, Wikipedia pages, for the paper's WikiCS).
+# files when present (PubMed and Physics are in the mirror; WikiCS and
+# Flickr are not), and the stand-ins Cora, CiteSeer and Chameleon, each
+# split into its `stand_in_clients` largest Louvain communities. Each
+# ablation runs on the datasets of its `*_datasets` parameter. Table 3 runs
+# on the paper's own PubMed and Physics, Fig. 4 on PubMed and Fig. 5 on
+# Physics; where the paper's other dataset is WikiCS, the full profile adds
+# a stand-in chosen by kind (Chameleon, Wikipedia pages), labelled so.
 
 # %%
 # NBVAL_CHECK_OUTPUT
