@@ -1,0 +1,183 @@
+"""FED-PUB's masked GCN: GCN layers and a linear classifier whose weights are multiplied by learnable masks.
+
+Baek, Jeong, Jin, Yoon and Hwang, "Personalized Subgraph Federated
+Learning", ICML 2023 (arXiv 2206.10206), Sec. "Personalized sparse masks":
+each client's effective weights are :math:`\\theta_i \\odot \\mu_i`, the
+(personalised, downloaded) weights :math:`\\theta_i` times a local,
+real-valued mask :math:`\\mu_i` of the same shape, which the L1 term of the
+local objective drives towards sparsity. The layout follows the official
+code (``JinheonBaek/FED-PUB``, ``models/nets.py`` ``MaskedGCN`` and
+``models/layers.py``; OpenFGL's ``flcore/fedpub/maskedgcn.py`` is a copy):
+
+.. math::
+    H^{(1)} = \\mathrm{ReLU}(\\hat A X (W^{(1)} \\odot M^{(1)})^\\top + b^{(1)}),\\quad
+    H^{(\\ell)} = \\hat A\\, \\mathrm{dropout}(H^{(\\ell-1)}) (W^{(\\ell)} \\odot M^{(\\ell)})^\\top + b^{(\\ell)},
+
+    \\hat Y = \\mathrm{dropout}(\\mathrm{ReLU}(H^{(L)})) (W^{(c)} \\odot M^{(c)})^\\top + b^{(c)},
+
+with :math:`\\hat A = \\tilde D^{-1/2}(A + I)\\tilde D^{-1/2}` (PyG's
+``GCNConv``), ``num_layers`` masked GCN layers (the code: 2, in -> hidden ->
+hidden; ReLU and dropout between them) and a masked linear classifier. The
+last GCN layer's output :math:`H^{(L)}` (before its ReLU) is what
+:meth:`MaskedGCN.embed` returns: averaged over a random graph's nodes it is
+the client's *functional embedding* (the code's ``is_proxy=True`` forward).
+
+In eval mode every mask entry with :math:`|\\mu| <` ``prune_threshold`` is
+set to 0 (the code's ``prune``, threshold = its ``l1`` coefficient, 1e-3);
+training uses the masks as they are. Masks start at 1 (``mask_init="ones"``,
+the code's ``--laye-mask-one --clsf-mask-one``, used by its scripts and by
+OpenFGL) or Glorot-uniform (``"glorot"``, the code's parser default).
+Initialisation of the weights as the code: GCN weights Glorot, GCN biases 0,
+classifier weight and bias Glorot-uniform (the bias as a ``(1, C)`` matrix,
+i.e. uniform in :math:`\\pm\\sqrt{6/(1+C)}`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch_geometric.nn import GCNConv
+from torch_geometric.nn.inits import glorot
+
+MASK_INITS = ("ones", "glorot")
+
+
+class MaskedLinear(nn.Module):
+    r""":math:`x (W \odot M)^\top + b` with a learnable mask :math:`M` the shape of :math:`W` (FED-PUB).
+
+    In eval mode mask entries with :math:`|M_{ij}| <` ``prune_threshold`` count as 0.
+
+    Args:
+        in_channels (int): input width.
+        out_channels (int): output width.
+        bias (bool): learn an additive bias.
+        mask_init (str): ``"ones"`` or ``"glorot"`` (see :mod:`fglcore.models.masked_gcn`).
+        prune_threshold (float): eval-mode pruning threshold of the mask.
+        bias_init (str): ``"zeros"`` or ``"glorot"`` (Glorot-uniform of a ``(1, out)`` matrix).
+
+    Shapes:
+        - **input:** :math:`(*, F_{in})`
+        - **output:** :math:`(*, F_{out})`
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, bias: bool = True, mask_init: str = "ones",
+                 prune_threshold: float = 1e-3, bias_init: str = "zeros"):
+        super().__init__()
+        if mask_init not in MASK_INITS:
+            raise ValueError(f"mask_init: {mask_init!r} is not accepted; accepted: {', '.join(MASK_INITS)}")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.mask_init, self.prune_threshold, self.bias_init = mask_init, float(prune_threshold), bias_init
+        self.weight = nn.Parameter(torch.empty(out_channels, in_channels))
+        self.mask = nn.Parameter(torch.empty(out_channels, in_channels))
+        self.bias = nn.Parameter(torch.empty(out_channels)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        glorot(self.weight)
+        if self.mask_init == "ones":
+            nn.init.ones_(self.mask)
+        else:
+            glorot(self.mask)
+        if self.bias is not None:
+            if self.bias_init == "glorot":
+                bound = math.sqrt(6.0 / (1 + self.out_channels))
+                nn.init.uniform_(self.bias, -bound, bound)
+            else:
+                nn.init.zeros_(self.bias)
+
+    def effective_mask(self) -> Tensor:
+        """The mask, with entries below the threshold zeroed in eval mode (the code's ``prune``)."""
+        if self.training:
+            return self.mask
+        return self.mask.masked_fill(self.mask.abs() < self.prune_threshold, 0.0)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.weight * self.effective_mask(), self.bias)
+
+    def extra_repr(self) -> str:
+        return f"{self.in_channels}, {self.out_channels}, bias={self.bias is not None}, mask_init={self.mask_init}"
+
+
+class MaskedGCNConv(GCNConv):
+    r"""PyG's ``GCNConv`` whose linear map is a :class:`MaskedLinear`: :math:`\hat A X (W \odot M)^\top + b`.
+
+    Shapes:
+        - **input:** node features :math:`(|\mathcal{V}|, F_{in})`, edge indices :math:`(2, |\mathcal{E}|)`
+        - **output:** node features :math:`(|\mathcal{V}|, F_{out})`
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, mask_init: str = "ones", prune_threshold: float = 1e-3):
+        super().__init__(in_channels, out_channels, cached=False)
+        self.lin = MaskedLinear(in_channels, out_channels, bias=False, mask_init=mask_init,
+                                prune_threshold=prune_threshold)
+        self.reset_parameters()
+
+
+class MaskedGCN(nn.Module):
+    r"""FED-PUB's client model (Baek et al., ICML 2023; see :mod:`fglcore.models.masked_gcn`).
+
+    ``num_layers`` :class:`MaskedGCNConv` layers (``in -> hidden -> ... -> hidden``)
+    and a :class:`MaskedLinear` classifier ``hidden -> out``. The GCN layers
+    do not cache :math:`\hat A`: the same model also runs on the server's
+    random graph (:meth:`embed`).
+
+    Args:
+        in_channels (int): node feature width :math:`F`.
+        hidden_channels (int): hidden width (the code's ``n_dims``).
+        out_channels (int): number of classes :math:`C`.
+        num_layers (int): masked GCN layers (the code: 2).
+        dropout (float): dropout rate after each hidden ReLU (the code: 0.5).
+        mask_init (str): ``"ones"`` (the code's scripts) or ``"glorot"``.
+        prune_threshold (float): eval-mode mask pruning threshold (the code: its ``l1``, 1e-3).
+
+    Shapes:
+        - **input:** node features :math:`(|\mathcal{V}|, F)`, edge indices :math:`(2, |\mathcal{E}|)`
+        - **output:** logits :math:`(|\mathcal{V}|, C)`; :meth:`embed`: :math:`(|\mathcal{V}|, \mathrm{hidden})`
+    """
+
+    def __init__(self, in_channels: int, hidden_channels: int, out_channels: int, num_layers: int = 2,
+                 dropout: float = 0.5, mask_init: str = "ones", prune_threshold: float = 1e-3):
+        super().__init__()
+        if num_layers < 1:
+            raise ValueError(f"num_layers: must be >= 1, got {num_layers}")
+        widths = [in_channels] + [hidden_channels] * num_layers
+        self.convs = nn.ModuleList(
+            MaskedGCNConv(a, b, mask_init=mask_init, prune_threshold=prune_threshold)
+            for a, b in zip(widths[:-1], widths[1:]))
+        self.classifier = MaskedLinear(hidden_channels, out_channels, mask_init=mask_init,
+                                       prune_threshold=prune_threshold, bias_init="glorot")
+        self.dropout = float(dropout)
+
+    def reset_parameters(self) -> None:
+        for conv in self.convs:
+            conv.reset_parameters()
+        self.classifier.reset_parameters()
+
+    def masked_layers(self) -> Iterator[MaskedLinear]:
+        """Every :class:`MaskedLinear` (the GCN layers' and the classifier)."""
+        return (m for m in self.modules() if isinstance(m, MaskedLinear))
+
+    def masks(self) -> list[nn.Parameter]:
+        """The mask parameters :math:`\\mu`, in layer order."""
+        return [m.mask for m in self.masked_layers()]
+
+    def sparsity(self) -> float:
+        """Share of mask entries that eval-mode pruning zeroes (the code's ``get_sparsity``)."""
+        pruned = sum(int((m.mask.detach().abs() < m.prune_threshold).sum()) for m in self.masked_layers())
+        total = sum(m.mask.numel() for m in self.masked_layers())
+        return pruned / total
+
+    def embed(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        """The last GCN layer's output, before its ReLU (the code's ``is_proxy=True`` forward)."""
+        for i, conv in enumerate(self.convs):
+            if i > 0:
+                x = F.dropout(F.relu(x), p=self.dropout, training=self.training)
+            x = conv(x, edge_index)
+        return x
+
+    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        h = F.dropout(F.relu(self.embed(x, edge_index)), p=self.dropout, training=self.training)
+        return self.classifier(h)
