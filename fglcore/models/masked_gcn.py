@@ -42,6 +42,9 @@ from torch import Tensor, nn
 from torch_geometric.nn import GCNConv
 from torch_geometric.nn.inits import glorot
 
+from fglcore.models.operators import GraphOperators, apply_conv
+from fglcore.models.sparse_input import linear
+
 MASK_INITS = ("ones", "glorot")
 
 
@@ -95,7 +98,8 @@ class MaskedLinear(nn.Module):
         return self.mask.masked_fill(self.mask.abs() < self.prune_threshold, 0.0)
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.linear(x, self.weight * self.effective_mask(), self.bias)
+        # A client's fixed bag-of-words features are multiplied sparsely (fglcore.models.sparse_input).
+        return linear(x, self.weight * self.effective_mask(), self.bias)
 
     def extra_repr(self) -> str:
         return f"{self.in_channels}, {self.out_channels}, bias={self.bias is not None}, mask_init={self.mask_init}"
@@ -122,7 +126,11 @@ class MaskedGCN(nn.Module):
     ``num_layers`` :class:`MaskedGCNConv` layers (``in -> hidden -> ... -> hidden``)
     and a :class:`MaskedLinear` classifier ``hidden -> out``. The GCN layers
     do not cache :math:`\hat A`: the same model also runs on the server's
-    random graph (:meth:`embed`).
+    random graph (:meth:`embed`). Like :class:`~fglcore.models.stacked.StackedGNN`
+    it accepts, in place of ``edge_index``, the graph's sparse operators
+    (:class:`~fglcore.models.operators.GraphOperators`; the trainers' fast
+    path), with which each layer is one CSR product, the same numbers as PyG's
+    scatter (:mod:`fglcore.models.operators`).
 
     Args:
         in_channels (int): node feature width :math:`F`.
@@ -135,8 +143,11 @@ class MaskedGCN(nn.Module):
 
     Shapes:
         - **input:** node features :math:`(|\mathcal{V}|, F)`, edge indices :math:`(2, |\mathcal{E}|)`
+          (or the graph's :class:`~fglcore.models.operators.GraphOperators`)
         - **output:** logits :math:`(|\mathcal{V}|, C)`; :meth:`embed`: :math:`(|\mathcal{V}|, \mathrm{hidden})`
     """
+
+    accepts_graph_operators = True
 
     def __init__(self, in_channels: int, hidden_channels: int, out_channels: int, num_layers: int = 2,
                  dropout: float = 0.5, mask_init: str = "ones", prune_threshold: float = 1e-3):
@@ -170,14 +181,14 @@ class MaskedGCN(nn.Module):
         total = sum(m.mask.numel() for m in self.masked_layers())
         return pruned / total
 
-    def embed(self, x: Tensor, edge_index: Tensor) -> Tensor:
+    def embed(self, x: Tensor, graph: Tensor | GraphOperators) -> Tensor:
         """The last GCN layer's output, before its ReLU (the code's ``is_proxy=True`` forward)."""
         for i, conv in enumerate(self.convs):
             if i > 0:
                 x = F.dropout(F.relu(x), p=self.dropout, training=self.training)
-            x = conv(x, edge_index)
+            x = apply_conv(conv, x, graph)
         return x
 
-    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
-        h = F.dropout(F.relu(self.embed(x, edge_index)), p=self.dropout, training=self.training)
+    def forward(self, x: Tensor, graph: Tensor | GraphOperators) -> Tensor:
+        h = F.dropout(F.relu(self.embed(x, graph)), p=self.dropout, training=self.training)
         return self.classifier(h)
