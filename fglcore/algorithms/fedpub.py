@@ -280,6 +280,7 @@ class FedPub(Algorithm):
         "local_epochs_grid": None,
     }
     option_choices = {"mask_init": MASK_INITS, "penalties": PENALTIES, "evaluate": EVALUATE}
+    _epochs: int | None = None  # set by run_one while the local-epochs grid is searched
     option_bounds = {"tau": NON_NEGATIVE, "n_proxy": POSITIVE, "proxy_nodes": POSITIVE,
                      "proxy_p": Bounds(above=0, maximum=1), "l1": NON_NEGATIVE, "loc_l2": NON_NEGATIVE}
 
@@ -314,7 +315,7 @@ class FedPub(Algorithm):
         proxy = self.proxy()
         o = self.options
         server = FedPubServer(shared, module_payload(models[0]), proxy, o["tau"], o["initial_download"])
-        epochs = getattr(self, "_epochs", None) or self.config.local_epochs
+        epochs = self._epochs or self.config.local_epochs
         clients = [
             FedPubClient(cid, self.make_trainer(model, cid), epochs, shared, o, int(self.clients_data[cid].num_nodes),
                          None if o["initial_download"] else proxy)
