@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from torch import Tensor
 
@@ -126,12 +126,7 @@ class FedAvgFT(FedAvg):
     @classmethod
     def check_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
         merged = super().check_options(options)
-        grid = merged["local_epochs_grid"]
-        if not grid or any(isinstance(e, bool) or not isinstance(e, int) or not 1 <= e <= MAX_GRID_EPOCHS
-                           for e in grid) or len(set(grid)) != len(grid):
-            raise ConfigError(f"algorithm_options.local_epochs_grid: {grid!r} is not accepted; accepted: a "
-                              f"non-empty list of distinct integers from 1 to {MAX_GRID_EPOCHS}")
-        merged["local_epochs_grid"] = sorted(grid)
+        merged["local_epochs_grid"] = check_epochs_grid(merged["local_epochs_grid"])
         return merged
 
     @classmethod
@@ -163,27 +158,56 @@ class FedAvgFT(FedAvg):
         return RunResult([{"round": 1, **metrics}], 1, metrics, per_client, before.ledger, False, extras)
 
     def run(self, channel: Channel | None = None, *, callbacks: Sequence = (), checkpoint: Any = None) -> RunResult:
-        """:meth:`run_one` for every ``E`` of the grid; the run of the ``E`` with the best validation accuracy.
+        """:meth:`run_one` for every ``E`` of the grid; the run of the ``E`` with the best validation accuracy
+        (:func:`search_local_epochs`).
 
         ``channel`` (when given) records the chosen run only; ``callbacks`` and
         ``checkpoint`` are accepted for the common interface and not used.
         """
-        best: tuple[RunResult, Any, list] | None = None
-        best_value, search = math.nan, []
-        for epochs in self.options["local_epochs_grid"]:
-            result = self.run_one(epochs)
-            g, m = result.extras["global_metrics"], result.metrics
-            search.append({"local_epochs": epochs, "global_val_accuracy": g.get("val_accuracy", math.nan),
-                           "global_test_accuracy": g.get("test_accuracy", math.nan),
-                           "val_accuracy": m.get("val_accuracy", math.nan),
-                           "test_accuracy": m.get("test_accuracy", math.nan)})
-            value = m.get("val_accuracy", math.nan)
-            if best is None or (not math.isnan(value) and (math.isnan(best_value) or value > best_value)):
-                best, best_value = (result, self.server, self.clients), value
-        result, self.server, self.clients = best
-        if channel is not None:
-            for message in result.ledger.messages:
-                channel.ledger.record(message)
-            result.ledger = channel.ledger
-        result.extras["epochs_search"] = search
-        return result
+        return search_local_epochs(self, self.run_one, self.options["local_epochs_grid"], channel)
+
+
+def check_epochs_grid(grid: Any, key: str = "algorithm_options.local_epochs_grid") -> list[int]:
+    """``grid`` sorted, after checking it is a non-empty list of distinct integers from 1 to :data:`MAX_GRID_EPOCHS`."""
+    if not isinstance(grid, list) or not grid or any(
+            isinstance(e, bool) or not isinstance(e, int) or not 1 <= e <= MAX_GRID_EPOCHS
+            for e in grid) or len(set(grid)) != len(grid):
+        raise ConfigError(f"{key}: {grid!r} is not accepted; accepted: a "
+                          f"non-empty list of distinct integers from 1 to {MAX_GRID_EPOCHS}")
+    return sorted(grid)
+
+
+def search_local_epochs(algorithm: Any, run_one: Callable[[int], RunResult], grid: Sequence[int],
+                        channel: Channel | None = None) -> RunResult:
+    """O-pFGL's "local epochs tuned from 1 to 100" (App. A.2): ``run_one(E)`` for every ``E`` of ``grid``
+    (each a whole run from the same seed, building ``algorithm.server`` and ``algorithm.clients``); the
+    result of the ``E`` whose models have the best aggregated validation accuracy (ties go to the smaller
+    ``E``), with ``algorithm.server`` and ``algorithm.clients`` set to that run's.
+
+    ``extras["epochs_search"]`` lists every candidate's validation and test
+    accuracy (and, when a run reports ``extras["global_metrics"]``, those of
+    the downloaded model before fine-tuning). ``channel`` (when given) records
+    the chosen run's messages only.
+    """
+    best: tuple[RunResult, Any, list] | None = None
+    best_value, search = math.nan, []
+    for epochs in grid:
+        result = run_one(epochs)
+        m = result.metrics
+        row = {"local_epochs": epochs}
+        if "global_metrics" in result.extras:
+            g = result.extras["global_metrics"]
+            row.update({"global_val_accuracy": g.get("val_accuracy", math.nan),
+                        "global_test_accuracy": g.get("test_accuracy", math.nan)})
+        row.update({"val_accuracy": m.get("val_accuracy", math.nan), "test_accuracy": m.get("test_accuracy", math.nan)})
+        search.append(row)
+        value = m.get("val_accuracy", math.nan)
+        if best is None or (not math.isnan(value) and (math.isnan(best_value) or value > best_value)):
+            best, best_value = (result, algorithm.server, algorithm.clients), value
+    result, algorithm.server, algorithm.clients = best
+    if channel is not None:
+        for message in result.ledger.messages:
+            channel.ledger.record(message)
+        result.ledger = channel.ledger
+    result.extras["epochs_search"] = search
+    return result
