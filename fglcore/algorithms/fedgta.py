@@ -99,13 +99,13 @@ def propagate_soft_labels(soft: Tensor, y: Tensor, edge_index: Tensor, train_mas
     if propagation == "openfgl":
         out = LabelPropagation(num_layers=steps, alpha=alpha)(soft, edge_index, mask=train_mask)
     elif propagation == "official":
-        index, weight = gcn_norm(edge_index, None, n, add_self_loops=True, dtype=soft.dtype)
-        adj = torch.sparse_coo_tensor(index.flip(0), weight, (n, n)).coalesce()
+        (source, target), weight = gcn_norm(edge_index, None, n, add_self_loops=True, dtype=soft.dtype)
         start = soft.clone()
         start[train_mask] = onehot
         out = start
         for _ in range(steps):
-            out = alpha * torch.sparse.mm(adj, out) + (1 - alpha) * start
+            spread = torch.zeros_like(out).index_add(0, target, out[source] * weight.view(-1, 1))
+            out = alpha * spread + (1 - alpha) * start
             out[train_mask] = out[train_mask] + start[train_mask]
     else:
         raise ValueError(f"unknown propagation {propagation!r}; accepted: {', '.join(PROPAGATIONS)}")
