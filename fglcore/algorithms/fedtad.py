@@ -284,7 +284,7 @@ class FedTADServer(FedAvgServer):
                 loss = sum(weighted_l1(out, t, c, reliability[k]) for k, t in enumerate(targets))
                 loss.backward()
                 self.student_optimizer.step()
-            self.history.append({"generator_loss": float(generator_loss.detach()), "semantic_loss": float(semantic),
+            self.history.append({"generator_loss": float(generator_loss.detach()), "semantic_loss": float(semantic.detach()),
                                  "distill_loss": float(loss.detach())})
         self.student.eval()
 
