@@ -45,6 +45,11 @@ candidate's validation and test accuracy before and after fine-tuning.
 ``config.selection`` and ``config.patience`` are not used; ``config.rounds``
 must be 1.
 
+The protocol (one round per ``E``, fine-tuning, the choice of ``E``) is the
+mixin :class:`OneShotProtocol` with the options :data:`ONE_SHOT_OPTIONS`;
+the other baselines O-pFGL runs in one round on FedAvg's participants
+(:mod:`fglcore.algorithms.fedgta`, :mod:`fglcore.algorithms.fedtad`) reuse it.
+
 Under O-pFGL's protocol (:data:`fglcore.algorithms.opfgl.PROTOCOL`,
 ``metric_aggregation="client_weighted"``) each client's metrics are weighted
 by its local node count (A13), as for O-pFGL.
