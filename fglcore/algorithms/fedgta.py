@@ -78,7 +78,8 @@ from torch_geometric.utils import degree
 
 from fglcore.algorithms.base import Trainer, register_algorithm
 from fglcore.algorithms.fedavg import FedAvg, FedAvgServer
-from fglcore.algorithms.fedavg_ft import ONE_SHOT_BOUNDS, ONE_SHOT_OPTIONS, FineTuneClient, OneShotProtocol
+from fglcore.algorithms.fedavg_ft import (EPOCHS_GRID, ONE_SHOT_BOUNDS, ONE_SHOT_OPTIONS, FineTuneClient,
+                                          OneShotProtocol)
 from fglcore.checks import POSITIVE, Bounds
 from fglcore.fl.engine import Client, Payload
 from fglcore.fl.parameters import module_payload, weighted_mean
@@ -86,6 +87,9 @@ from fglcore.fl.parameters import module_payload, weighted_mean
 MOMENT_TYPES = ("hybrid", "raw", "central")
 PROPAGATIONS = ("openfgl", "official")
 SIGNATURE, CONFIDENCE = "fedgta.moments", "fedgta.confidence"
+
+OPFGL_ONE_SHOT: dict[str, Any] = {"local_epochs_grid": list(EPOCHS_GRID), "fine_tune": False}
+"""FedGTA's options under O-pFGL's one-shot protocol (one round, epochs chosen on validation, no fine-tuning)."""
 
 
 def propagate_soft_labels(soft: Tensor, y: Tensor, edge_index: Tensor, train_mask: Tensor, steps: int,
