@@ -345,11 +345,12 @@ class FedTAD(OneShotProtocol, FedAvg):
         return self.options["fine_tune"]
 
     def server_model(self) -> nn.Module:
-        """A model of the clients' architecture that is not bound to a graph (it runs on pseudo-graphs)."""
+        """A model of the clients' architecture that is not bound to a graph (it runs on pseudo-graphs); its
+        initial weights are overwritten by the uploads, and building it leaves the global RNG alone."""
         c = self.config
         in_channels, out_channels = self.client_dims()[0]
         return build_model(c.model, in_channels, c.hidden, out_channels, num_layers=c.num_layers,
-                           dropout=c.dropout, task="node", cached=False).to(self.device)
+                           dropout=c.dropout, task="node", cached=False, seed=c.seed).to(self.device)
 
     def make_server(self, parameters: dict[str, Tensor]) -> FedTADServer:
         if self.options["num_gen"] < self.num_classes:
