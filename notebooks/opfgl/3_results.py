@@ -36,7 +36,7 @@
 # %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
 output_dir = ""  # results folder; empty means outputs/<profile>/opfgl
-tables = ["1", "6"]  # paper tables: 1, 6 (10 clients), 5, 8 (20 clients), 15, 16 (Amazon/Coauthor), 9, 10 (100 rounds)
+tables = ["1", "6"]  # paper tables: 1, 6 (10 clients), 5, 8 (20 clients), 15, 16 (Amazon/Coauthor), 17, 18 (SAGE/GAT/SGC), 9, 10 (100 rounds)
 datasets = ["Cora"]  # datasets (paper: Cora, CiteSeer, PubMed, ogbn-arxiv, ogbn-products; Computers, Photo, CS, Physics)
 methods = ["local", "fedavg_ft", "fedpub", "fedgta", "fedtad", "fedspray", "fedlog", "dense", "coboost", "opfgl", "fedavg"]  # rows; unregistered ones show as not implemented
 seeds = [0, 1, 2]  # repetitions (paper: 0, 1, 2)

@@ -1,4 +1,4 @@
-"""O-pFGL's results tables: the grids of Tables 1, 5, 6, 8, 9, 10, 15 and 16, and their display.
+"""O-pFGL's results tables: the grids of Tables 1, 5, 6, 8, 9, 10, 15, 16, 17 and 18, and their display.
 
 Yan, Li, Xie, Zhang, Shen, Fang and Wu, "Towards Federated Graph Learning in
 One-shot Communication" (arXiv 2411.11304; code ``Youth-49/O-pFGL`` at
@@ -74,6 +74,8 @@ METHOD_NAMES = {"local": "Standalone", "fedavg_ft": "FedAvg (1 round + ft)", "fe
 PLANETOID = ["Cora", "CiteSeer", "PubMed"]
 OGB = ["ogbn-arxiv", "ogbn-products"]
 MORE = ["Computers", "Photo", "CS", "Physics"]
+BACKBONES = ["sage", "gat", "sgc"]
+"""Tables 17/18's backbones (GraphSAGE, GAT, SGC; 2 layers of 64 where the model has layers)."""
 
 TABLES: dict[str, dict[str, Any]] = {
     "1": {"partition": "louvain_plus", "num_clients": 10, "datasets": PLANETOID + OGB, "methods": METHODS},
@@ -82,12 +84,17 @@ TABLES: dict[str, dict[str, Any]] = {
     "8": {"partition": "metis_plus", "num_clients": 20, "datasets": PLANETOID + OGB, "methods": METHODS},
     "15": {"partition": "louvain_plus", "num_clients": 10, "datasets": MORE, "methods": METHODS},
     "16": {"partition": "metis_plus", "num_clients": 10, "datasets": MORE, "methods": METHODS},
+    "17": {"partition": "louvain_plus", "num_clients": 10, "datasets": ["Cora", "CiteSeer", "ogbn-arxiv"],
+           "methods": METHODS, "models": BACKBONES},
+    "18": {"partition": "metis_plus", "num_clients": 10, "datasets": ["Cora", "CiteSeer", "ogbn-arxiv"],
+           "methods": METHODS, "models": BACKBONES},
     "9": {"partition": "louvain_plus", "num_clients": 10, "datasets": PLANETOID + OGB,
           "methods": MULTI_ROUND_METHODS + ["opfgl"], "multi_round": True},
     "10": {"partition": "metis_plus", "num_clients": 10, "datasets": PLANETOID + OGB,
            "methods": MULTI_ROUND_METHODS + ["opfgl"], "multi_round": True},
 }
-"""Each table's partition, clients, datasets and rows (paper Tables 1, 5, 6, 8, 9, 10, 15, 16)."""
+"""Each table's partition, clients, datasets, rows and backbones (``models``, default GCN; paper Tables 1, 5, 6,
+8, 9, 10, 15, 16, 17, 18)."""
 
 BASELINE_LR = 0.01
 """Learning rate of Standalone and FedAvg (OpenFGL's default; the paper tunes it and does not say the value)."""
@@ -193,8 +200,9 @@ def table_configs(table: str, datasets: Iterable[str], methods: Iterable[str], s
                 rounds = multi_rounds if spec.get("multi_round") else None
                 fields = {**base, **baseline_fields(method, epochs_grid=epochs_grid, max_epochs=max_epochs,
                                                     local_rounds=local_rounds, multi_rounds=rounds)}
-            for seed in seeds:
-                configs.append(ExperimentConfig.from_dict({**fields, "seed": seed}))
+            for model in spec.get("models", ["gcn"]):
+                for seed in seeds:
+                    configs.append(ExperimentConfig.from_dict({**fields, "model": model, "seed": seed}))
     return configs
 
 
@@ -296,8 +304,10 @@ def paper_vs_ours(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     order = {m: i for i, m in enumerate(METHODS + MULTI_ROUND_METHODS)}
     out: dict[str, dict] = {}
     datasets = list(dict.fromkeys(part["dataset"]))
-    for r in sorted(part.itertuples(), key=lambda r: order.get(r.method, 99)):
+    for r in sorted(part.itertuples(), key=lambda r: (str(r.model), order.get(r.method, 99))):
         label = METHOD_NAMES.get(r.method, r.method) + (f" [{r.setting}]" if r.setting else "")
+        if isinstance(r.model, str) and r.model not in ("gcn", ""):
+            label = f"{r.model}: {label}"
         cell = out.setdefault(label, {})
         cell[(r.dataset, "paper")] = format_mean_std(r.paper_mean, r.paper_std)
         if r.status == "missing":
