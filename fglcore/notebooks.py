@@ -46,6 +46,7 @@ PLANS: dict[str, str] = {
     "fedstar/2_method": "fglcore.papers.fedstar.method:plan",
     "fedstar/3_results": "fglcore.papers.fedstar.tables:results_plan",
     "fedstar/4_ablations": "fglcore.papers.fedstar.tables:ablations_plan",
+    "opfgl/1_motivation": "fglcore.papers.opfgl.motivation:plan",
     "opfgl/2_method": "fglcore.papers.opfgl.method:method_plan",
     "opfgl/3_results": "fglcore.papers.opfgl.tables:results_plan",
 }
