@@ -49,6 +49,7 @@ PLANS: dict[str, str] = {
     "opfgl/1_motivation": "fglcore.papers.opfgl.motivation:plan",
     "opfgl/2_method": "fglcore.papers.opfgl.method:method_plan",
     "opfgl/3_results": "fglcore.papers.opfgl.tables:results_plan",
+    "opfgl/4_ablations": "fglcore.papers.opfgl.tables:ablations_plan",
 }
 """Each notebook's plan: the library function its cells call to build everything it will run (configs,
 settings, grids) from its parameters. :func:`prepare` calls the same function before the kernel starts, so

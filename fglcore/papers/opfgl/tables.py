@@ -356,3 +356,152 @@ def count_runs(configs: Mapping[str, Sequence[ExperimentConfig]]) -> pd.DataFram
         return frame
     return frame.groupby(["table", "method"], sort=False).agg(runs=("dataset", "size"),
                                                               datasets=("dataset", "nunique")).reset_index()
+
+
+# ----------------------------------------------------------------------------- ablations (4_ablations)
+
+ABLATION_SETTINGS: dict[str, dict[str, dict[str, Any] | None]] = {
+    "fig3": {"": {}, "stage2=ft": {"stage2": "ft"}, "stage2=ft_focal": None, "stage2=fixed": {"stage2": "fixed"},
+             "hre=off": {"hre_top_k": 0}},
+    "fig4": {"": {}, "stage2=ft": {"stage2": "ft"}, "stage2=ft_focal": None, "stage2=fixed": {"stage2": "fixed"},
+             "hre=off": {"hre_top_k": 0}},
+    "19": {"": {}, "nodes_per_class=2": {"nodes_per_class": 2}, "nodes_per_class=3": {"nodes_per_class": 3}},
+    "22": {"": {}, "hre=no_dth": {"hre_min_degree": 0},
+           "hre=no_dth_fth": {"hre_min_degree": 0, "hre_confidence": 0.0},
+           "hre=no_dth_fth_topk": {"hre_min_degree": 0, "hre_confidence": 0.0, "hre_top_k": 1000}},
+    "23": {"": {}, "pge=direct": None, "pge=inner_product": None},
+}
+"""O-pFGL option changes of each ablation setting (the ``setting`` labels of ``paper.yaml``); ``None``: a
+variant not implemented (focal-loss fine-tuning, Table 23's alternatives to the link predictor).
+Figures 3/4 (ablation, Louvain+/Metis+), Table 19 (pseudo-nodes per class), Table 22 (HRE without its
+criteria: C1 degree, then C2 confidence, then C3 top-K; "without" sets the criterion to let every node
+through), Table 23 (how A' is built)."""
+ABLATION_PARTITIONS = {"fig3": "louvain_plus", "fig4": "metis_plus", "19": "louvain_plus", "22": "louvain_plus",
+                       "23": "louvain_plus"}
+SENSITIVITY: dict[str, str] = {"beta": "beta", "K": "hre_top_k", "f_th": "hre_confidence", "d_th": "hre_min_degree"}
+"""Sensitivity parameters (Sec. 5.5, Figs. 8/9 and Table 21's grid) and the O-pFGL option each sets."""
+
+
+def _opfgl_config(table: str, dataset: str, partition: str, num_clients: int, seed: int, setting: str,
+                  changes: Mapping[str, Any], condense_iterations: int | None, max_epochs: int) -> ExperimentConfig:
+    options, _ = opfgl_options(dataset, partition)
+    options = {**options, "max_epochs": max_epochs, **changes}
+    if condense_iterations is not None:
+        options["condense_iterations"] = condense_iterations
+    return ExperimentConfig.from_dict({**paper_protocol(), "table": table, "dataset": dataset, "partition": partition,
+                                       "num_clients": num_clients, "algorithm": "opfgl", "setting": setting,
+                                       "algorithm_options": options, "seed": seed})
+
+
+def ablations_plan(tables: Sequence[str], datasets: Sequence[str], seeds: Sequence[int], condense_iterations: int,
+                   max_epochs: int, sensitivity: Mapping[str, Sequence[float]], sensitivity_datasets: Sequence[str],
+                   client_counts: Sequence[int], scale_methods: Sequence[str], epochs_grid: Sequence[int],
+                   local_rounds: int) -> dict[str, Any]:
+    """What ``notebooks/opfgl/4_ablations`` runs: ``{"configs": {table: configs}, "status": frame}``.
+
+    ``tables`` among :data:`ABLATION_SETTINGS` (the paper's) and ``"7"`` (ReNode vs O-pFGL, via the
+    registry), ``"sensitivity"`` (each parameter of ``sensitivity`` swept alone on ``sensitivity_datasets``,
+    Louvain+; setting ``"<name>=<value>"``) and ``"clients"`` (``scale_methods`` on Louvain+ with each of
+    ``client_counts`` clients). ``status`` names the variants that cannot run here.
+    """
+    from fglcore import experiment
+    from fglcore.checks import NON_NEGATIVE, POSITIVE
+
+    accepted = [*ABLATION_SETTINGS, "7", "sensitivity", "clients"]
+    experiment.check_lists(tables=tables, datasets=datasets, seeds=seeds)
+    for t in tables:
+        if t not in accepted:
+            raise ConfigError(f"parameter 'tables': {t!r} is not accepted; accepted: {', '.join(accepted)}")
+    experiment.check_datasets("datasets", list(datasets), "node")
+    experiment.check_datasets("sensitivity_datasets", list(sensitivity_datasets), "node")
+    for name in sensitivity:
+        if name not in SENSITIVITY:
+            raise ConfigError(f"parameter 'sensitivity': {name!r} is not accepted; accepted: {', '.join(SENSITIVITY)}")
+    NON_NEGATIVE.check("parameter 'condense_iterations'", condense_iterations)
+    POSITIVE.check("parameter 'max_epochs'", max_epochs)
+    POSITIVE.check("parameter 'client_counts'", list(client_counts))
+    for m in scale_methods:
+        if m not in METHODS:
+            raise ConfigError(f"parameter 'scale_methods': {m!r} is not accepted; accepted: {', '.join(METHODS)}")
+    iterations = condense_iterations or None
+    configs: dict[str, list[ExperimentConfig]] = {}
+    status = []
+    names = {"seed": "seeds", "algorithm_options.condense_iterations": "condense_iterations",
+             "algorithm_options.max_epochs": "max_epochs", "num_clients": "client_counts",
+             "algorithm_options.beta": "sensitivity", "algorithm_options.hre_top_k": "sensitivity",
+             "algorithm_options.hre_confidence": "sensitivity", "algorithm_options.hre_min_degree": "sensitivity"}
+    with experiment.parameters_named(names):
+        for table in tables:
+            found = []
+            if table in ABLATION_SETTINGS:
+                part = ABLATION_PARTITIONS[table]
+                for setting, changes in ABLATION_SETTINGS[table].items():
+                    status.append({"table": table, "setting": setting or "(full method)",
+                                   "why": "runs" if changes is not None else "not implemented"})
+                    if changes is None:
+                        continue
+                    found += [_opfgl_config(table, d, part, 10, s, setting, changes, iterations, max_epochs)
+                              for d in datasets for s in seeds]
+            elif table == "7":
+                for method in ("opfgl", "renode"):
+                    ok = method_status(method) == "registered"
+                    status.append({"table": "7", "setting": method, "why": "runs" if ok else "not implemented"})
+                    if not ok:
+                        continue
+                    for part in PARTITIONS_OF_7:
+                        for d in datasets:
+                            for s in seeds:
+                                if method == "opfgl":
+                                    found.append(_opfgl_config("7", d, part, 10, s, "", {}, iterations, max_epochs))
+                                else:
+                                    found.append(ExperimentConfig.from_dict({
+                                        **paper_protocol(), "table": "7", "dataset": d, "partition": part,
+                                        "num_clients": 10, "algorithm": method, "seed": s, "lr": BASELINE_LR,
+                                        "rounds": local_rounds, "local_epochs": 1, "selection": "best_val"}))
+            elif table == "sensitivity":
+                for name, values in sensitivity.items():
+                    for v in values:
+                        option = SENSITIVITY[name]
+                        value = int(v) if option in ("hre_top_k", "hre_min_degree") else float(v)
+                        changes = {option: value}
+                        if name in ("f_th", "d_th"):
+                            changes.setdefault("hre_top_k", 1)
+                        found += [_opfgl_config("sensitivity", d, "louvain_plus", 10, s, f"{name}={v:g}", changes,
+                                                iterations, max_epochs)
+                                  for d in sensitivity_datasets for s in seeds]
+            else:  # clients
+                for k in client_counts:
+                    for method in scale_methods:
+                        if method_status(method) != "registered":
+                            continue
+                        for d in datasets:
+                            for s in seeds:
+                                if method == "opfgl":
+                                    found.append(_opfgl_config("clients", d, "louvain_plus", k, s, "", {},
+                                                               iterations, max_epochs))
+                                else:
+                                    found.append(ExperimentConfig.from_dict({
+                                        **paper_protocol(), "table": "clients", "dataset": d,
+                                        "partition": "louvain_plus", "num_clients": k, "algorithm": method,
+                                        "seed": s, **baseline_fields(method, epochs_grid=epochs_grid,
+                                                                     max_epochs=max_epochs,
+                                                                     local_rounds=local_rounds)}))
+            configs[table] = found
+    return {"configs": configs, "status": pd.DataFrame(status, columns=["table", "setting", "why"])}
+
+
+PARTITIONS_OF_7 = ["louvain_plus", "metis_plus"]
+"""Table 7 compares O-pFGL with ReNode under both partitions, 10 clients."""
+
+
+def ablation_layout(results: pd.DataFrame, metric: str, by: Sequence[str] = ("dataset",)) -> pd.DataFrame:
+    """Mean ± std over seeds of ``metric`` per table and setting (rows) and ``by`` (columns), population std
+    as the paper (``paper.yaml``'s aggregation)."""
+    rows = results[results["metric"] == metric].copy()
+    if rows.empty:
+        return pd.DataFrame()
+    rows["setting"] = rows["setting"].replace("", "(full method)")
+    grouped = rows.groupby(["table", "setting", *by], sort=False)["value"]
+    cells = grouped.agg(lambda v: format_mean_std(v.mean(), v.std(ddof=0))).rename("cell").reset_index()
+    return cells.pivot_table(index=["table", "setting"], columns=list(by), values="cell", aggfunc="first",
+                             sort=False)
