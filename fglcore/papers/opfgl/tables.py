@@ -242,6 +242,8 @@ def results_plan(tables: Sequence[str], datasets: Sequence[str], methods: Sequen
     configs = {}
     with experiment.parameters_named({"seed": "seeds", "algorithm_options.local_epochs_grid": "epochs_grid",
                                       "algorithm_options.one_shot": "epochs_grid",
+                                      "algorithm_options.one_shot.local_epochs_grid": "epochs_grid",
+                                      "algorithm_options.one_shot.max_epochs": "max_epochs",
                                       "algorithm_options.max_epochs": "max_epochs",
                                       "algorithm_options.condense_iterations": "condense_iterations",
                                       "rounds": "local_rounds"}):
@@ -414,9 +416,19 @@ def ablations_plan(tables: Sequence[str], datasets: Sequence[str], seeds: Sequen
             raise ConfigError(f"parameter 'tables': {t!r} is not accepted; accepted: {', '.join(accepted)}")
     experiment.check_datasets("datasets", list(datasets), "node")
     experiment.check_datasets("sensitivity_datasets", list(sensitivity_datasets), "node")
-    for name in sensitivity:
+    if not isinstance(sensitivity, Mapping):
+        raise ConfigError(f"parameter 'sensitivity': expected a mapping of parameter names to lists of values, "
+                          f"got {sensitivity!r}; accepted names: {', '.join(SENSITIVITY)}")
+    for name, values in sensitivity.items():
         if name not in SENSITIVITY:
             raise ConfigError(f"parameter 'sensitivity': {name!r} is not accepted; accepted: {', '.join(SENSITIVITY)}")
+        integer = SENSITIVITY[name] in ("hre_top_k", "hre_min_degree")
+        if (not isinstance(values, (list, tuple)) or not values
+                or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values)
+                or (integer and any(float(v) != int(v) for v in values))):
+            kind = "integers" if integer else "numbers"
+            raise ConfigError(f"parameter 'sensitivity': {name}: {values!r} is not accepted; accepted: a non-empty "
+                              f"list of {kind}")
     NON_NEGATIVE.check("parameter 'condense_iterations'", condense_iterations)
     POSITIVE.check("parameter 'max_epochs'", max_epochs)
     POSITIVE.check("parameter 'client_counts'", list(client_counts))
@@ -427,6 +439,7 @@ def ablations_plan(tables: Sequence[str], datasets: Sequence[str], seeds: Sequen
     configs: dict[str, list[ExperimentConfig]] = {}
     status = []
     names = {"seed": "seeds", "algorithm_options.condense_iterations": "condense_iterations",
+             "algorithm_options.local_epochs_grid": "epochs_grid", "rounds": "local_rounds",
              "algorithm_options.max_epochs": "max_epochs", "num_clients": "client_counts",
              "algorithm_options.beta": "sensitivity", "algorithm_options.hre_top_k": "sensitivity",
              "algorithm_options.hre_confidence": "sensitivity", "algorithm_options.hre_min_degree": "sensitivity"}
