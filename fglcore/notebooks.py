@@ -46,6 +46,10 @@ PLANS: dict[str, str] = {
     "fedstar/2_method": "fglcore.papers.fedstar.method:plan",
     "fedstar/3_results": "fglcore.papers.fedstar.tables:results_plan",
     "fedstar/4_ablations": "fglcore.papers.fedstar.tables:ablations_plan",
+    "opfgl/1_motivation": "fglcore.papers.opfgl.motivation:plan",
+    "opfgl/2_method": "fglcore.papers.opfgl.method:method_plan",
+    "opfgl/3_results": "fglcore.papers.opfgl.tables:results_plan",
+    "opfgl/4_ablations": "fglcore.papers.opfgl.tables:ablations_plan",
 }
 """Each notebook's plan: the library function its cells call to build everything it will run (configs,
 settings, grids) from its parameters. :func:`prepare` calls the same function before the kernel starts, so

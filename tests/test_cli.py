@@ -315,6 +315,7 @@ def test_a_bad_fgl_variable_exits_2_before_any_notebook_runs(capsys, monkeypatch
 
 
 FEDSPRAY3 = notebooks_root() / "fedspray" / "3_results.ipynb"
+OPFGL3 = notebooks_root() / "opfgl" / "3_results.ipynb"
 
 
 @pytest.mark.parametrize("notebook, key, value", [
@@ -323,8 +324,9 @@ FEDSPRAY3 = notebooks_root() / "fedspray" / "3_results.ipynb"
     (TOUR, "seeds", "a: b: c"), (TOUR, "num_clients", "5000"), (TOUR, "methods", "[]"),
     (TOUR, "methods", "[fedstar]"), (TOUR, "dataset", "MUTAG"), (TOUR, "partitions", "[by_dataset]"),
     (FEDSPRAY3, "stand_in_clients", "0"), (FEDSPRAY3, "stand_in_clients", "100000"),
-    (FEDSPRAY3, "variants", "[bogus]"), (FEDSPRAY3, "datasets", "[]"), (FEDSPRAY3, "opfgl_datasets", "[Coraa]"),
-    (FEDSPRAY3, "opfgl_tables", "[opfgl99]"), (FEDSPRAY3, "opfgl_rounds", "0"),
+    (FEDSPRAY3, "variants", "[bogus]"), (FEDSPRAY3, "datasets", "[]"),
+    (OPFGL3, "tables", "[x99]"), (OPFGL3, "datasets", "[Coraa]"), (OPFGL3, "methods", "[bogus]"),
+    (OPFGL3, "epochs_grid", "[0]"), (OPFGL3, "max_epochs", "0"), (OPFGL3, "seeds", "[-1]"),
     (notebooks_root() / "fedstar" / "3_results.ipynb", "settings", "[MUTAG]"),
 ])
 def test_every_malformed_value_exits_2_naming_the_key(capsys, tmp_path, notebook, key, value):

@@ -305,7 +305,7 @@ def test_bad_options_are_refused_naming_the_key(options, match):
 
 
 def test_settings_fedpub_cannot_honour_are_refused():
-    with pytest.raises(ConfigError, match=r"^model: fedpub trains FED-PUB's masked GCN"):
+    with pytest.raises(ConfigError, match=r"^model: 'sage' is not accepted by fedpub; accepted: gcn"):
         config(fields={"model": "sage"})
     with pytest.raises(ConfigError, match=r"^secure_aggregation: not supported by fedpub"):
         config(fields={"secure_aggregation": True})

@@ -108,27 +108,6 @@ def test_sweeps_of_lambda1_proxy_dim_and_epochs():
     assert settings_of(t5, "fedavg") == ["E=10", "E=3", "E=5"]
 
 
-def test_opfgl_protocol():
-    configs = ft.opfgl_configs(seeds=[0], variants=[""], rounds=20)
-    by_table = {}
-    for c in configs:
-        by_table.setdefault(c.table, []).append(c)
-    assert set(by_table) == set(ft.OPFGL_TABLES)
-    for table, cs in by_table.items():
-        assert {c.dataset for c in cs} == {"Cora", "CiteSeer"}
-        assert {c.algorithm for c in cs} == set(ft.OPFGL_METHODS[table])
-        for c in cs:
-            assert (c.num_clients, c.partition_seed, c.split, c.split_ratios) == (10, 42, "per_client_stratified",
-                                                                                   [0.2, 0.4, 0.4])
-            assert c.metric_aggregation == "client_weighted" and c.model == "gcn"
-    assert {c.partition for c in by_table["opfgl1"]} == {"louvain_plus"}
-    assert {c.partition for c in by_table["opfgl10"]} == {"metis_plus"}
-    assert {(c.rounds, c.local_epochs) for c in by_table["opfgl6"]} == {(1, 100)}  # one round stays one round
-    assert {c.rounds for c in by_table["opfgl9"]} == {20}
-    with pytest.raises(ConfigError, match="opfgl2"):
-        ft.opfgl_configs(tables=["opfgl2"])
-
-
 def test_count_runs():
     counts = ft.count_runs(ft.table2_configs(["Cora"], ["gcn"], ["local", "fedspray"], [0, 1], rounds=10))
     assert counts.to_dict("records") == [
@@ -202,20 +181,11 @@ def test_paper_yaml_holds_every_cell_of_tables_1_2_3_5(paper):
     assert all(e["tolerance"] < 0.01 for e in homophily)
 
 
-def test_paper_yaml_opfgl_rows(paper):
-    fedspray = {(e["table"], e["dataset"], e["metric"]): e["mean"] for e in paper["results"]
-                if e["table"].startswith("opfgl") and e["method"] == "fedspray" and e["setting"] == ""}
-    assert fedspray[("opfgl1", "Cora", "accuracy")] == 63.14
-    assert fedspray[("opfgl1", "CiteSeer", "accuracy")] == 54.89
-    assert fedspray[("opfgl6", "Cora", "accuracy")] == 74.31
-    assert fedspray[("opfgl6", "CiteSeer", "accuracy")] == 62.49
-
-
 def test_paper_entries_and_claims_name_settings_the_builders_produce(paper):
     produced = {(c.table, c.algorithm, c.setting) for c in [
         *ft.table2_configs(["Cora"], ["gcn"], seeds=[0]), *ft.table3_configs(["Cora"], seeds=[0]),
         *ft.lambda1_configs(["Cora"], seeds=[0]), *ft.proxy_dim_configs(["Cora"], seeds=[0]),
-        *ft.table5_configs(["Cora"], seeds=[0]), *ft.opfgl_configs(seeds=[0]),
+        *ft.table5_configs(["Cora"], seeds=[0]),
         *fm.plan("PubMed", ["Cora"], 7, 0, ["Cora"], ["mlp", "gcn"], 2, 1, 0.003, [0], [0.6], 0.25, 4, 20, 3, 4,
                  1.0)["fig2"]]}
     for e in paper["results"]:

@@ -1,6 +1,7 @@
 """O-pFGL: secure-aggregated statistics, the one-shot ledger, HRE by hand, Eq. 3/17 weights, determinism, options."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from types import SimpleNamespace
 
@@ -261,7 +262,7 @@ def test_the_run_reports_weighted_metrics_and_phase_times():
 
 @pytest.mark.parametrize("changes,match", [
     ({"rounds": 5}, "rounds"),
-    ({"model": "sage"}, "model"),
+    ({"model": "mlp"}, "model"),
     ({"algorithm_options": {"hops": 0}}, "hops"),
     ({"algorithm_options": {"stage2": "focal"}}, "stage2"),
     ({"algorithm_options": {"gamma_min": 0.3, "gamma_max": 0.1}}, "gamma_min"),
@@ -292,3 +293,24 @@ def test_the_authors_cora_settings_make_a_valid_config():
     assert merged["hre_top_k"] == 2 and merged["gamma_max"] == 0.15 and merged["stage2_lr"] == 5e-5
     with pytest.raises(ConfigError, match="unknown config key"):
         O.cora_louvain_config(0, not_a_key=1)
+
+
+@pytest.mark.parametrize("model", ["sgc", "sage", "gat"])
+def test_other_backbones_train_on_the_pseudo_graph(model):
+    cfg = dataclasses.replace(config(), model=model)
+    O.Opfgl.check_config(cfg)
+    algorithm = O.Opfgl(cfg, federation(), "cpu")
+    result = algorithm.run()
+    assert 0.0 <= result.metrics["test_accuracy"] <= 1.0
+    assert len(result.ledger.select(sender="clients")) == 3
+
+
+def test_sgc_takes_the_pseudo_graphs_edge_weights():
+    from torch_geometric.nn import SGConv
+
+    graph = O.PseudoGraph(torch.randn(4, F_IN), torch.tensor([[0, .5, 0, .2], [.5, 0, .9, 0], [0, .9, 0, 0],
+                                                              [.2, 0, 0, 0]]), torch.arange(4) % C)
+    conv = SGConv(F_IN, C, K=2)
+    expected = conv(graph.x, graph.edge_index, graph.edge_weight)
+    assert torch.allclose(conv(graph.x, O.pseudo_graph_input(graph, "sgc")), expected, atol=1e-6)
+    assert torch.equal(O.pseudo_graph_input(graph, "sage"), graph.edge_index)

@@ -69,11 +69,16 @@ class Algorithm:
     option_bounds: ClassVar[dict[str, Bounds]] = {}
     citation: ClassVar[str] = ""
     secure_aggregation_unsupported: ClassVar[str | None] = None
+    models: ClassVar[tuple[str, ...] | None] = None
+    """The backbones (``config.model``) the algorithm trains; ``None``: any registered model."""
 
     @classmethod
     def check_config(cls, config: ExperimentConfig) -> None:
         """Reject settings this algorithm cannot honour; called by config validation, before any data loads."""
         cls.check_options(config.algorithm_options)
+        if cls.models is not None and config.model not in cls.models:
+            raise ConfigError(f"model: {config.model!r} is not accepted by {cls.name}; accepted: "
+                              f"{', '.join(cls.models)}")
         if config.secure_aggregation and cls.secure_aggregation_unsupported:
             raise ConfigError(
                 f"secure_aggregation: not supported by {cls.name} -- {cls.secure_aggregation_unsupported}; "

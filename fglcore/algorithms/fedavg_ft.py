@@ -48,7 +48,10 @@ must be 1.
 The protocol (one round per ``E``, fine-tuning, the choice of ``E``) is the
 mixin :class:`OneShotProtocol` with the options :data:`ONE_SHOT_OPTIONS`;
 the other baselines O-pFGL runs in one round on FedAvg's participants
-(:mod:`fglcore.algorithms.fedgta`, :mod:`fglcore.algorithms.fedtad`) reuse it.
+(:mod:`fglcore.algorithms.fedgta`, :mod:`fglcore.algorithms.fedtad`) reuse
+it. Algorithms with participants of their own reuse its two steps,
+:func:`fine_tune_clients` and :func:`search_local_epochs` (FedSpray's option
+``one_shot``, checked by :func:`check_one_shot`; FED-PUB).
 
 Under O-pFGL's protocol (:data:`fglcore.algorithms.opfgl.PROTOCOL`,
 ``metric_aggregation="client_weighted"``) each client's metrics are weighted
@@ -87,23 +90,13 @@ class OneShotServer(FedAvgServer):
 
 
 class FineTuneClient(FedAvgClient):
-    """A FedAvg client that fine-tunes the downloaded model with early stopping, and reports metrics
-    weighted by its local node count (O-pFGL's A13)."""
+    """A FedAvg client whose metrics are weighted by its local node count (O-pFGL's A13); its fine-tuning is
+    :func:`fine_tune_clients`'s."""
 
     def __init__(self, cid: int, trainer: Trainer, epochs: int, shared: Sequence[str], num_nodes: int):
         super().__init__(cid, trainer, epochs, shared)
         self.num_nodes = num_nodes
         self.report: dict[str, float] = {}
-
-    def fine_tune(self, config: ExperimentConfig, lr: float, max_epochs: int, eval_every: int,
-                  patience: int) -> dict[str, float]:
-        self.report["global_val_accuracy"] = validation_accuracy(self.trainer)
-        self.trainer.optimizer = make_optimizer(self.model.parameters(), dataclasses.replace(config, lr=lr))
-        result = train_with_early_stopping(self.model, self.trainer.train_epochs,
-                                           lambda: validation_accuracy(self.trainer), max_epochs, eval_every,
-                                           patience)
-        self.report.update({"ft_epochs": result["epochs"], "ft_val_accuracy": validation_accuracy(self.trainer)})
-        return result
 
     def evaluate(self) -> dict[str, Prediction]:
         return weighted_by_nodes(self.trainer.predict(), self.num_nodes)
@@ -131,6 +124,59 @@ def check_epochs_grid(grid: Any, *, optional: bool = False) -> list[int] | None:
         raise ConfigError(f"algorithm_options.local_epochs_grid: {grid!r} is not accepted; accepted: "
                           f"{accepted}{' or null (an ordinary multi-round run)' if optional else ''}")
     return sorted(grid)
+
+
+def check_one_shot(options: Mapping[str, Any], owner: str) -> dict[str, Any]:
+    """``options`` (an algorithm's ``one_shot`` mapping) merged over :class:`FedAvgFT`'s defaults and checked
+    by its rules; a :class:`ConfigError` names ``<owner>.<key>``."""
+    unknown = [k for k in options if k not in ONE_SHOT_OPTIONS]
+    if unknown:
+        raise ConfigError(f"algorithm_options.{owner}: unknown key {unknown[0]!r}; accepted: "
+                          f"{', '.join(ONE_SHOT_OPTIONS)}")
+    try:
+        merged = FedAvgFT.check_options(dict(options))
+    except ConfigError as err:
+        raise ConfigError(str(err).replace("algorithm_options.", f"algorithm_options.{owner}.")) from None
+    return {k: merged[k] for k in ONE_SHOT_OPTIONS}
+
+
+def fine_tune_clients(algorithm: Any, before: RunResult, options: Mapping[str, Any], epochs: int) -> RunResult:
+    """Fine-tune every client of ``algorithm`` (after its one-round run ``before``) with O-pFGL's early
+    stopping; the :class:`RunResult` of the fine-tuned models, weighted by local node counts (A13).
+
+    Each client's ``trainer`` (its personalised or downloaded model) gets a fresh optimiser of learning rate
+    ``options["ft_lr"]`` (``None``: ``config.lr``) and plain cross-entropy on its training nodes.
+    """
+    config = algorithm.config
+    lr = config.lr if options["ft_lr"] is None else options["ft_lr"]
+    clients = algorithm.clients
+    for client in clients:
+        if not hasattr(client, "report"):
+            client.report = {}
+        client.report["global_val_accuracy"] = validation_accuracy(client.trainer)
+        client.trainer.optimizer = make_optimizer(client.model.parameters(), dataclasses.replace(config, lr=lr))
+        result = train_with_early_stopping(client.model, client.trainer.train_epochs,
+                                           lambda c=client: validation_accuracy(c.trainer), options["max_epochs"],
+                                           options["eval_every"], options["patience"])
+        client.report.update({"ft_epochs": result["epochs"], "ft_val_accuracy": validation_accuracy(client.trainer)})
+    weighted = [_NodeWeighted(c, int(algorithm.clients_data[c.cid].num_nodes)) for c in clients]
+    metrics, outputs = evaluate_clients(weighted, algorithm.num_classes, config.metric_aggregation)
+    per_client = per_client_metrics(weighted, outputs, algorithm.num_classes)
+    for row, client in zip(per_client, clients):
+        row.update(client.report)
+    extras = {"local_epochs": epochs, "global_metrics": before.metrics}
+    return RunResult([{"round": 1, **metrics}], 1, metrics, per_client, before.ledger, False, extras)
+
+
+class _NodeWeighted:
+    """A client seen through its evaluation only, with every split weighted by its local node count (A13)."""
+
+    def __init__(self, client: Any, num_nodes: int):
+        self.client, self.num_nodes = client, num_nodes
+        self.cid, self.name, self.num_samples = client.cid, client.name, client.num_samples
+
+    def evaluate(self) -> dict[str, Prediction]:
+        return weighted_by_nodes(self.client.evaluate(), self.num_nodes)
 
 
 def search_local_epochs(algorithm: Any, run_one: Callable[[int], RunResult], grid: Sequence[int],
@@ -215,18 +261,11 @@ class OneShotProtocol:
         """One round with ``epochs`` local epochs, then (:meth:`fine_tunes`) every client's fine-tuning."""
         self._epochs = epochs
         before = super().run(channel if channel is not None else Channel())
-        metrics, per_client = before.metrics, before.per_client
         if self.fine_tunes():
-            o = self.options
-            lr = self.config.lr if o["ft_lr"] is None else o["ft_lr"]
-            for client in self.clients:
-                client.fine_tune(self.config, lr, o["max_epochs"], o["eval_every"], o["patience"])
-            metrics, outputs = evaluate_clients(self.clients, self.num_classes, self.config.metric_aggregation)
-            per_client = per_client_metrics(self.clients, outputs, self.num_classes)
-            for row, client in zip(per_client, self.clients):
-                row.update(client.report)
+            return fine_tune_clients(self, before, self.options, epochs)
         extras = {"local_epochs": epochs, "global_metrics": before.metrics}
-        return RunResult([{"round": 1, **metrics}], 1, metrics, per_client, before.ledger, False, extras)
+        return RunResult([{"round": 1, **before.metrics}], 1, before.metrics, before.per_client, before.ledger, False,
+                         extras)
 
     def run(self, channel: Channel | None = None, *, callbacks: Sequence = (), checkpoint: Any = None) -> RunResult:
         """:meth:`run_one` for every ``E`` of the grid; the run of the ``E`` with the best validation accuracy

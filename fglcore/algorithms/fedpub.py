@@ -261,6 +261,7 @@ class FedPub(Algorithm):
 
     name = "fedpub"
     tasks = ("node",)
+    models = ("gcn",)  # FED-PUB's masked GCN (fglcore.models.masked_gcn)
     citation = "Baek, Jeong, Jin, Yoon and Hwang, Personalized Subgraph Federated Learning, ICML 2023"
     secure_aggregation_unsupported = (
         "the server computes the similarity of every pair of clients' functional embeddings and a personalised "
@@ -290,13 +291,6 @@ class FedPub(Algorithm):
         if merged["local_epochs_grid"] is not None:
             merged["local_epochs_grid"] = check_epochs_grid(merged["local_epochs_grid"])
         return merged
-
-    @classmethod
-    def check_config(cls, config: ExperimentConfig) -> None:
-        super().check_config(config)
-        if config.model != "gcn":
-            raise ConfigError(f"model: fedpub trains FED-PUB's masked GCN (fglcore.models.masked_gcn), so model must "
-                              f"be 'gcn', got {config.model!r}")
 
     def make_model(self, in_channels: int, out_channels: int) -> nn.Module:
         c, o = self.config, self.options

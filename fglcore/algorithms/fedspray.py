@@ -89,7 +89,18 @@ at d3e591a); every code behaviour that departs from the paper is an option:
   :math:`U(\\pm 1/\\sqrt{\\text{in}})`) or ``"official"`` (code's ``MLPLayer``:
   weights and biases :math:`U(\\pm 1/\\sqrt{\\text{out}})`);
 * ``reset_optimizer`` (False): clear every optimizer's state each round; by
-  default Adam states persist across rounds, as in the code.
+  default Adam states persist across rounds, as in the code;
+* ``one_shot`` (``{}``: off): O-pFGL's one-round protocol for its baselines
+  (Yan et al., arXiv 2411.11304, Sec. 5.1 and App. A.2: one round, local
+  epochs tuned from 1 to 100, then local fine-tuning), as
+  :mod:`fglcore.algorithms.fedavg_ft` runs it for FedAvg: a mapping with the
+  keys of :data:`~fglcore.algorithms.fedavg_ft.ONE_SHOT_OPTIONS`
+  (``local_epochs_grid``, ``ft_lr``, ``max_epochs``, ``eval_every``,
+  ``patience``; missing keys take ``fedavg_ft``'s defaults). For every
+  ``E`` of the grid, one FedSpray round of ``E`` local epochs, then each
+  client fine-tunes its personalised GNN with cross-entropy and O-pFGL's
+  early stopping; the ``E`` with the best validation accuracy is reported.
+  ``config.rounds`` must be 1.
 
 Settings the code fixes and the config carries: no dropout and no weight
 decay (``dropout=0``, ``weight_decay=0``), lr 0.003, 5 local epochs, model
@@ -437,6 +448,7 @@ class FedSpray(Algorithm):
         "gnn_init": "pyg",
         "encoder_init": "pytorch",
         "reset_optimizer": False,
+        "one_shot": {},
     }
     option_choices = {
         "labeled_proxies": LABELED_PROXIES,
@@ -461,11 +473,42 @@ class FedSpray(Algorithm):
             raise ConfigError(f"algorithm_options.proxy_dim: must be >= 1, got {merged['proxy_dim']}")
         if merged["proxy_lr"] <= 0:
             raise ConfigError(f"algorithm_options.proxy_lr: must be > 0, got {merged['proxy_lr']}")
+        if merged["one_shot"]:
+            from fglcore.algorithms.fedavg_ft import check_one_shot
+
+            merged["one_shot"] = check_one_shot(merged["one_shot"], "one_shot")
         if not 0 <= merged["confidence_threshold"] < 1:
             raise ConfigError(
                 f"algorithm_options.confidence_threshold: must be in [0, 1), got {merged['confidence_threshold']}"
             )
         return merged
+
+    @classmethod
+    def check_config(cls, config: ExperimentConfig) -> None:
+        super().check_config(config)
+        if config.algorithm_options.get("one_shot") and config.rounds != 1:
+            raise ConfigError(f"rounds: fedspray with algorithm_options.one_shot is one-shot; set rounds to 1, "
+                              f"got {config.rounds}")
+
+    def run(self, channel: Channel | None = None, *, callbacks: Sequence = (), checkpoint: Any = None):
+        """Algorithm 1's rounds; with ``one_shot``, O-pFGL's one-round protocol (one round for each ``E`` of the
+        grid, fine-tuning, ``E`` chosen on validation; :func:`~fglcore.algorithms.fedavg_ft.search_local_epochs`)."""
+        one_shot = self.options["one_shot"]
+        if not one_shot:
+            return super().run(channel, callbacks=callbacks, checkpoint=checkpoint)
+        from fglcore.algorithms.fedavg_ft import fine_tune_clients, search_local_epochs
+
+        base = self.config
+
+        def run_one(epochs: int):
+            self.config = dataclasses.replace(base, local_epochs=epochs)
+            try:
+                before = super(FedSpray, self).run(Channel())
+            finally:
+                self.config = base
+            return fine_tune_clients(self, before, one_shot, epochs)
+
+        return search_local_epochs(self, run_one, one_shot["local_epochs_grid"], channel)
 
     def make_encoder(self) -> FeatureStructureEncoder:
         """The initial global encoder, drawn from its own seed so the GNNs' random stream is untouched."""

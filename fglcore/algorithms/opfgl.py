@@ -91,8 +91,11 @@ improves on it). ``stage2`` picks the ablations of Figs. 3-4:
 ``"adaptive"`` (the method), ``"ft"`` (γ = 0), ``"fixed"`` (γ = β for all
 nodes), ``"none"`` (report :math:`M_G`, the code's ``local_strategy=global``).
 Every client starts Stage 1 from the same initial model (homogeneous
-setting; ``config.model`` must be ``gcn`` for now, whose layers take the
-pseudo-graph's edge weights).
+setting). ``config.model`` is ``gcn`` (the paper's backbone) or, for
+Tables 17/18, ``sgc``, ``sage`` or ``gat``: as in the authors' code, whose
+PyG models pass edge weights only to layers that take them, GCN and SGC
+propagate over the pseudo-graph's weighted edges and GraphSAGE and GAT over
+its edges unweighted (:func:`pseudo_graph_input`).
 
 **Evaluation** (A13): each client's test accuracy and macro-F1 over all
 ``C`` classes (a class absent from the test set and never predicted scores
@@ -136,7 +139,7 @@ from fglcore.runtime import set_seed
 
 STAGE2_MODES = ("adaptive", "ft", "fixed", "none")
 THETA_STEPS, CYCLE = 10, 50  # A7: per block of 50 iterations, 10 link-predictor steps then 40 feature steps
-SUPPORTED_MODELS = ("gcn",)
+SUPPORTED_MODELS = ("gcn", "sgc", "sage", "gat")
 
 CORA_LOUVAIN: dict[str, Any] = {
     "nodes_per_class": 1, "condense_iterations": 3000, "lr_feat": 5e-3, "lr_adj": 1e-3,
@@ -470,6 +473,21 @@ def pseudo_graph_operators(graph: PseudoGraph) -> GraphOperators:
     return GraphOperators(index, n, gcn=SparseOperator(dense.to_sparse_csr(), dense.t().contiguous().to_sparse_csr()))
 
 
+def pseudo_graph_input(graph: PseudoGraph, model: str) -> GraphOperators | Tensor:
+    """What ``model`` propagates over on the pseudo-graph: GCN the weighted operator
+    (:func:`pseudo_graph_operators`), SGC the weighted adjacency (a sparse CSR ``adj_t``, row = target, which
+    ``SGConv`` normalises with the weights as ``gcn_norm``), GraphSAGE and GAT the ``edge_index`` of the edges
+    kept (their layers take no edge weight; the authors' PyG ``GraphSAGE``/``GAT`` drop it likewise)."""
+    if model == "gcn":
+        return pseudo_graph_operators(graph)
+    if model == "sgc":
+        n = graph.x.size(0)
+        index = graph.edge_index
+        return torch.sparse_coo_tensor(torch.stack([index[1], index[0]]), graph.edge_weight.float(), (n, n),
+                                       check_invariants=False).coalesce().to_sparse_csr()
+    return graph.edge_index
+
+
 # --------------------------------------------------------------------------- local training with early stopping
 
 
@@ -602,7 +620,9 @@ class OpfglClient(Client):
         o, model = self.options, self.model
         x = self.pseudo_graph.x.to(self.device)
         y = self.pseudo_graph.y.to(self.device)
-        ops = pseudo_graph_operators(self.pseudo_graph)
+        ops = pseudo_graph_input(self.pseudo_graph, self.config.model)
+        if isinstance(ops, Tensor):
+            ops = ops.to(self.device)
         optimizer = torch.optim.Adam(model.parameters(), lr=o["stage1_lr"], weight_decay=self.config.weight_decay,
                                      fused=True)
 
@@ -748,8 +768,8 @@ class Opfgl(Algorithm):
             raise ConfigError(f"rounds: O-pFGL is one-shot (one upload, one download); set rounds to 1, "
                               f"got {config.rounds}")
         if config.model not in SUPPORTED_MODELS:
-            raise ConfigError(f"model: O-pFGL trains on a weighted pseudo-graph and supports "
-                              f"{', '.join(SUPPORTED_MODELS)} for now, got {config.model!r}")
+            raise ConfigError(f"model: O-pFGL trains on a weighted pseudo-graph; accepted: "
+                              f"{', '.join(SUPPORTED_MODELS)}, got {config.model!r}")
         if config.num_clients < 2:
             raise ConfigError(f"num_clients: O-pFGL's secure aggregation needs at least 2 clients, "
                               f"got {config.num_clients}")

@@ -34,8 +34,8 @@
 #
 # The paper's claim: FedSpray beats every baseline on both, and by a notable
 # margin on minority nodes. This notebook runs the grid with `fglcore`, sets
-# our numbers next to the paper's, checks the claims, and ends with FedSpray
-# as another paper (O-pFGL) ran it.
+# our numbers next to the paper's and checks the claims. (FedSpray as another
+# paper, O-pFGL, ran it is in `notebooks/opfgl/3_results`.)
 
 # %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
@@ -47,10 +47,6 @@ methods = ["local", "fedavg", "apfl", "gcfl", "fedstar_node", "fedlit", "fedspra
 variants = ["", "code"]  # FedSpray readings: empty string for the paper Algorithm 1, code for the official code
 rounds = 50  # communication rounds (paper: 300)
 seeds = [0, 1]  # repetitions (paper: 5)
-opfgl_datasets = ["Cora"]  # datasets of O-pFGL's FedSpray rows (O-pFGL: Cora, CiteSeer)
-opfgl_tables = ["opfgl1", "opfgl6", "opfgl9", "opfgl10"]  # O-pFGL tables: 1, 6 one round; 9, 10 multi-round
-opfgl_rounds = 30  # rounds of the multi-round O-pFGL tables (O-pFGL: 100)
-opfgl_seeds = [0]  # O-pFGL seeds (O-pFGL: 0, 1, 2)
 progress = True  # show progress bars
 
 # %%
@@ -62,8 +58,7 @@ from fglcore.papers.fedspray import motivation as fm
 from fglcore.papers.fedspray import tables as ft
 from fglcore.results import ResultStore
 
-plan = ft.results_plan(datasets, stand_in_clients, models, methods, variants, rounds, seeds, opfgl_datasets,
-                       opfgl_tables, opfgl_rounds, opfgl_seeds)  # every run below, validated before any runs
+plan = ft.results_plan(datasets, stand_in_clients, models, methods, variants, rounds, seeds)  # every run below, validated before any runs
 out = paths.resolve_output_dir(output_dir, profile, "fedspray")
 runtime.set_threads()
 plotting.set_style()
@@ -267,32 +262,7 @@ print(margins.round(2).to_string(index=False))
 # claims in §5 are the verdict on the paper's own data.
 
 # %% [markdown]
-# ## 7. FedSpray as O-pFGL ran it
-#
-# O-pFGL (Yan et al., arXiv 2411.11304) reports FedSpray on Cora and CiteSeer
-# under its own protocol: Louvain+ or Metis+ (100 communities, then KMeans
-# on their label histograms) into 10 clients, a stratified 20/40/40 split
-# per client, a 2-layer GCN, accuracy and macro-F1 averaged over clients
-# weighted by size, 3 seeds. Its Tables 1 and 6 give every baseline **one**
-# communication round (O-pFGL is one-shot); Tables 9 and 10 give the
-# multi-round baselines 100. In one round FedSpray's GNN only ever distils
-# from the *untrained* global encoder, so it should fall below Standalone
-# training (`local`), as O-pFGL found (63.14 vs 67.17 on Cora, Louvain+).
-
-# %%
-opfgl = plan["opfgl"]
-print(ft.count_runs(opfgl).to_string(index=False))
-opfgl_results = experiment.sweep(opfgl, out / "results.csv", progress=progress, desc="O-pFGL rows")
-
-# %%
-# NBVAL_CHECK_OUTPUT
-opfgl_comparison = pd.concat([compare.compare(opfgl_results, "fedspray", table=t) for t in opfgl_tables])
-print(compare.side_by_side(ft.labelled(opfgl_comparison[opfgl_comparison["status"] != "missing"]),
-                           rows=("table", "dataset", "method"), columns="metric").to_string())
-display(compare.claims_table(compare.check_claims(opfgl_results, "fedspray", tables=opfgl_tables)))
-
-# %% [markdown]
-# ## 8. Report
+# ## 7. Report
 #
 # `comparison.csv` and `claims.csv` gather every table of the paper from all
 # rows of this folder's `results.csv` (the other FedSpray notebooks add theirs).

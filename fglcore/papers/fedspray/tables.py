@@ -1,4 +1,4 @@
-"""FedSpray's results tables: the experiment grids of Tables 2, 3 and 5, Figs. 4 and 5, and O-pFGL's rows.
+"""FedSpray's results tables: the experiment grids of Tables 2, 3 and 5, Figs. 4 and 5.
 
 Fu, Chen, Zhang, Chen and Li, "Federated Graph Learning with Structure Proxy
 Alignment", KDD 2024 (code: github.com/xbfu/FedSpray at d3e591a). The
@@ -42,13 +42,8 @@ communities hold 158-390 nodes, enough for about 50-120 test nodes each,
 while the 10th largest would leave some clients with a dozen minority test
 nodes.
 
-O-pFGL (Yan et al., arXiv 2411.11304) ran FedSpray as a baseline on Cora and
-CiteSeer under its own protocol (:data:`OPFGL_PROTOCOL`): Louvain+ or Metis+
-into 10 clients, a stratified 20/40/40 split in each client, a 2-layer GCN,
-accuracy and macro-F1 over all classes averaged over clients weighted by
-size, 3 seeds; its Tables 1 and 6 restrict every baseline to **one** round
-(local epochs tuned in 1..100; we use 100), its Tables 9 and 10 give the
-multi-round baselines 100 rounds (we keep E = 5).
+O-pFGL's FedSpray rows (its Tables 1, 6, 9, 10) are run by O-pFGL's own
+notebook, under its protocol (:mod:`fglcore.papers.opfgl.tables`).
 """
 from __future__ import annotations
 
@@ -113,42 +108,6 @@ PROXY_DIMS = [16, 32, 64, 128]
 """Fig. 5's grid of :math:`d_s` (the paper gives no grid; 64 is the default)."""
 LOCAL_EPOCHS = [3, 5, 10]
 """Table 5's local epochs."""
-
-OPFGL_PROTOCOL: dict[str, Any] = {
-    "paper": PAPER,
-    "num_clients": 10,
-    "partition_seed": 42,
-    "split": "per_client_stratified",
-    "split_ratios": [0.2, 0.4, 0.4],
-    "model": "gcn",
-    "hidden": 64,
-    "num_layers": 2,
-    "dropout": 0.0,
-    "weight_decay": 0.0,
-    "optimizer": "adam",
-    "lr": 0.003,
-    "local_epochs": 5,
-    "selection": "best_val",
-    "selection_metric": "val_accuracy",
-    "metric_aggregation": "client_weighted",
-}
-"""O-pFGL's protocol for its baselines (digest §5.2-5.7); FedSpray keeps its own optimiser settings."""
-OPFGL_TABLES: dict[str, dict[str, Any]] = {
-    "opfgl1": {"partition": "louvain_plus", "rounds": 1, "local_epochs": 100},
-    "opfgl6": {"partition": "metis_plus", "rounds": 1, "local_epochs": 100},
-    "opfgl9": {"partition": "louvain_plus", "rounds": 100},
-    "opfgl10": {"partition": "metis_plus", "rounds": 100},
-}
-"""O-pFGL Tables 1 and 6 (one round) and 9 and 10 (100 rounds): partition and schedule."""
-OPFGL_METHODS: dict[str, list[str]] = {
-    "opfgl1": ["local", "fedspray"],
-    "opfgl6": ["local", "fedspray"],
-    "opfgl9": ["fedavg", "fedspray"],
-    "opfgl10": ["fedavg", "fedspray"],
-}
-"""Methods of each O-pFGL table we run: FedSpray and the reference it is compared with (Standalone = local)."""
-OPFGL_DATASETS = ["Cora", "CiteSeer"]
-OPFGL_SEEDS = [0, 1, 2]
 
 METRICS = ["accuracy", "minority_accuracy"]
 METRIC_NAMES = {"accuracy": "Overall", "minority_accuracy": "Minority", "macro_f1": "F1"}
@@ -353,55 +312,20 @@ def table5_configs(
     return configs
 
 
-def opfgl_configs(
-    datasets: Iterable[str] = OPFGL_DATASETS,
-    tables: Iterable[str] = tuple(OPFGL_TABLES),
-    seeds: Iterable[int] = OPFGL_SEEDS,
-    variants: Iterable[str] = ("", "code"),
-    **overrides: Any,
-) -> list[ExperimentConfig]:
-    """O-pFGL's FedSpray rows (its Tables 1, 6, 9, 10) under O-pFGL's protocol; tables ``"opfgl<n>"``.
-
-    ``overrides`` replace protocol fields (``rounds`` applies to the 100-round
-    tables only: the one-round tables stay at one round).
-    """
-    configs = []
-    for table in tables:
-        if table not in OPFGL_TABLES:
-            raise ConfigError(f"tables: {table!r} is not accepted; accepted: {', '.join(OPFGL_TABLES)}")
-        schedule = dict(OPFGL_TABLES[table])
-        changes = dict(overrides)
-        if schedule["rounds"] == 1:
-            changes.pop("rounds", None)
-        runs = [run for m in OPFGL_METHODS[table] for run in method_runs(m, variants)]
-        for dataset in datasets:
-            for run in runs:
-                for seed in seeds:
-                    fields = {**OPFGL_PROTOCOL, **schedule, **changes, "dataset": dataset, "table": table,
-                              "seed": seed, **run}
-                    configs.append(ExperimentConfig.from_dict(fields))
-    return configs
-
-
 def results_plan(datasets: Sequence[str], stand_in_clients: int, models: Sequence[str], methods: Sequence[str],
-                 variants: Sequence[str], rounds: int, seeds: Sequence[int], opfgl_datasets: Sequence[str],
-                 opfgl_tables: Sequence[str], opfgl_rounds: int, opfgl_seeds: Sequence[int]) -> dict[str, Any]:
-    """What ``notebooks/fedspray/3_results`` runs: ``{"ready", "table2", "opfgl"}``, the datasets of
-    ``datasets`` available here (a missing one is skipped, as the notebook says), Table 2's configs on them
-    and O-pFGL's FedSpray rows.
+                 variants: Sequence[str], rounds: int, seeds: Sequence[int]) -> dict[str, Any]:
+    """What ``notebooks/fedspray/3_results`` runs: ``{"ready", "table2"}``, the datasets of ``datasets``
+    available here (a missing one is skipped, as the notebook says) and Table 2's configs on them.
 
-    The notebook calls it, and ``fgl run`` before the kernel starts, so the O-pFGL block is checked before
-    Table 2's sweep runs; a :class:`ConfigError` names the parameter.
+    The notebook calls it, and ``fgl run`` before the kernel starts; a :class:`ConfigError` names the
+    parameter.
     """
     from fglcore import experiment
     from fglcore.checks import POSITIVE
 
-    experiment.check_lists(datasets=datasets, models=models, methods=methods, variants=variants, seeds=seeds,
-                           opfgl_datasets=opfgl_datasets, opfgl_tables=opfgl_tables, opfgl_seeds=opfgl_seeds)
+    experiment.check_lists(datasets=datasets, models=models, methods=methods, variants=variants, seeds=seeds)
     experiment.check_datasets("datasets", datasets, "node")
-    experiment.check_datasets("opfgl_datasets", opfgl_datasets, "node")
     POSITIVE.check("parameter 'stand_in_clients'", stand_in_clients)
-    POSITIVE.check("parameter 'opfgl_rounds'", opfgl_rounds)
     ready = available_datasets(datasets)
     if not ready:
         raise ConfigError(f"parameter 'datasets': none of {', '.join(map(str, datasets))} is available here "
@@ -411,10 +335,7 @@ def results_plan(datasets: Sequence[str], stand_in_clients: int, models: Sequenc
                                       "seed": "seeds", "dataset": "datasets"}):
         table2 = table2_configs(ready, models, methods, seeds, variants, rounds=rounds,
                                 stand_in_clients=stand_in_clients)
-    with experiment.parameters_named({"tables": "opfgl_tables", "seed": "opfgl_seeds", "rounds": "opfgl_rounds",
-                                      "dataset": "opfgl_datasets", "num_clients": "opfgl_datasets"}):
-        opfgl = opfgl_configs(opfgl_datasets, opfgl_tables, opfgl_seeds, variants, rounds=opfgl_rounds)
-    return {"ready": ready, "table2": table2, "opfgl": opfgl}
+    return {"ready": ready, "table2": table2}
 
 
 def ablations_plan(datasets: Sequence[str], stand_in_clients: int, variants: Sequence[str], rounds: int,

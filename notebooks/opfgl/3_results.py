@@ -1,0 +1,211 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # O-pFGL, Tables 1, 5, 6, 8, 9, 10, 15, 16: one-shot personalised FGL against its baselines
+#
+# O-pFGL (Yan et al., arXiv 2411.11304) trains a personalised GNN on every
+# client with **one** upload and **one** download: each client sends class
+# statistics of its propagated features (through secure aggregation), the
+# server condenses them into a tiny pseudo-graph (one node per class on the
+# Planetoid graphs), and each client trains a generalised model on the
+# pseudo-graph (Stage 1, Eq. 14) and fine-tunes it on its own graph with
+# node-adaptive distillation (Stage 2, Eqs. 15-17).
+#
+# The paper's claims checked here:
+#
+# * O-pFGL beats every baseline in accuracy and macro-F1 on each dataset
+#   (Tables 1, 5, 6, 8 on Cora, CiteSeer, PubMed; 15, 16 on Amazon and Coauthor);
+# * one-shot O-pFGL is competitive with baselines given 100 rounds (Tables 9, 10).
+#
+# Every cell: paper vs ours (mean ± population std over the paper's three
+# seeds 0, 1, 2 on one partition and split), delta, status
+# (`match` when |Δ| ≤ max(1.5, 2·√(std²_paper + std²_ours))).
+
+# %% tags=["parameters"]
+profile = "quick"  # parameter set of this run: smoke | quick | full
+output_dir = ""  # results folder; empty means outputs/<profile>/opfgl
+tables = ["1", "6"]  # paper tables: 1, 6 (10 clients), 5, 8 (20 clients), 15, 16 (Amazon/Coauthor), 17, 18 (SAGE/GAT/SGC), 9, 10 (100 rounds)
+datasets = ["Cora"]  # datasets (paper: Cora, CiteSeer, PubMed, ogbn-arxiv, ogbn-products; Computers, Photo, CS, Physics)
+methods = ["local", "fedavg_ft", "fedpub", "fedgta", "fedtad", "fedspray", "fedlog", "dense", "coboost", "opfgl", "fedavg"]  # rows; unregistered ones show as not implemented
+seeds = [0, 1, 2]  # repetitions (paper: 0, 1, 2)
+condense_iterations = 1000  # O-pFGL's condensation iterations; 0 keeps each command's own (3000)
+max_epochs = 1000  # cap of O-pFGL's Stages 1-2 and every fine-tuning (paper: 3000, with early stopping)
+epochs_grid = [5, 50]  # local epochs tried by the one-round baselines (paper: tuned in 1..100)
+local_rounds = 100  # Standalone: epochs, the best on validation reported
+multi_rounds = 30  # rounds of the multi-round baselines of Tables 9/10 (paper: 100)
+progress = True  # show progress bars
+
+# %%
+import pandas as pd
+from IPython.display import display
+
+from fglcore import compare, experiment, paths, plotting, runtime
+from fglcore.papers.opfgl import tables as ot
+from fglcore.results import ResultStore
+
+plan = ot.results_plan(tables, datasets, methods, seeds, condense_iterations, max_epochs, epochs_grid, local_rounds,
+                       multi_rounds)  # every run below, validated before any runs
+out = paths.resolve_output_dir(output_dir, profile, "opfgl")
+runtime.set_threads()
+plotting.set_style()
+pd.set_option("display.width", 250)
+pd.set_option("display.max_columns", 40)
+pd.set_option("display.max_colwidth", None)
+print(f"profile {profile}: results go to {paths.display_path(out)}")
+
+# %% [markdown]
+# ## 1. What runs here, and what cannot
+#
+# Every (table, dataset, method) of the paper's tables: `runs`, or why not.
+# A baseline runs as soon as its algorithm is registered in `fglcore`
+# (`not implemented` rows fill in when it is); ogbn-arxiv and ogbn-products
+# have no offline copy here (`data not available`), so their columns show the
+# paper's numbers alone.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+status = plan["status"]
+print(status.pivot_table(index="method", columns="why", values="table", aggfunc="count", fill_value=0,
+                         sort=False).to_string())
+print(ot.count_runs(plan["configs"]).to_string(index=False))
+
+# %% [markdown]
+# ## 2. The protocol
+#
+# O-pFGL runs the authors' command for each dataset and partition
+# (`run_main.sh`; the 20-client tables reuse the 10-client command, Amazon and
+# Coauthor have none and run the code defaults). The baselines follow the
+# paper's stated protocol for one-round methods (§5.1, App. A.2): **one**
+# upload-download round, local epochs chosen on validation from a grid, then
+# local fine-tuning with O-pFGL's early stopping (FedAvg, FedSpray);
+# Standalone trains alone with its number of epochs chosen on validation.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from fglcore.algorithms.opfgl import PROTOCOL
+
+print(pd.Series(PROTOCOL).to_string())
+for method in ("local", "fedavg_ft", "fedspray"):
+    print(f"{method}: {ot.baseline_fields(method, epochs_grid=epochs_grid, max_epochs=max_epochs, local_rounds=local_rounds)}")
+print(f"multi-round (Tables 9/10): {ot.baseline_fields('fedavg', epochs_grid=epochs_grid, max_epochs=max_epochs, local_rounds=local_rounds, multi_rounds=multi_rounds)}")
+for d in datasets:
+    for part in ("louvain_plus", "metis_plus"):
+        options, source = ot.opfgl_options(d, part)
+        print(f"opfgl {d}/{part}: {source}")
+
+# %% [markdown]
+# ## 3. Running the tables
+#
+# Each finished run is written to `results.csv` at once; an interrupted run
+# resumes where it stopped, and a run another table already stored is copied.
+
+# %%
+results = {}
+for table, configs in plan["configs"].items():
+    results[table] = experiment.sweep(configs, out / "results.csv", progress=progress, desc=f"Table {table}")
+
+# %% [markdown]
+# ## 4. Paper vs ours
+#
+# One table per paper table and metric. `ours` reads `not implemented` or
+# `data not available` where a cell cannot run here. Tables 9 and 10 put
+# one-shot O-pFGL (the same runs as Tables 1 and 6) beside baselines given
+# many rounds; a profile with fewer than the paper's 100 rounds shows its
+# multi-round rows in the figure below, not in the comparison.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+comparisons = {}
+for table in plan["configs"]:
+    frame = ot.comparison(results[table], table, status)
+    comparisons[table] = frame
+    spec = ot.TABLES[table]
+    for metric in ("accuracy", "macro_f1"):
+        print(f"\nTable {table} ({spec['partition']}, {spec['num_clients']} clients): {metric}")
+        print(ot.paper_vs_ours(frame, metric).to_string())
+
+# %% [markdown]
+# ## 5. The paper's claims
+#
+# As `params/opfgl/paper.yaml` states them, one line per claim, judged on the
+# cells that ran (a claim with losers that did not run reads "without data"
+# for them).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+all_results = pd.concat(list(results.values()), ignore_index=True) if results else pd.DataFrame()
+display(compare.claims_table(compare.check_claims(all_results, "opfgl", tables=list(plan["configs"]))))
+
+# %% [markdown]
+# While some baselines are not implemented the claims above give no verdict;
+# the same claims against the baselines that do run here:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+display(compare.claims_table(compare.check_claims(all_results, ot.implemented_claims(list(plan["configs"])))))
+
+# %% [markdown]
+# ## 6. The one-round FedSpray gap
+#
+# Run as one round with E = 100 local epochs and no fine-tuning (how
+# FedSpray's notebook first ran O-pFGL's rows), our FedSpray scored 20-26
+# points below O-pFGL's FedSpray numbers (Cora, Louvain+: 37.96 vs 63.14):
+# after one round its GNN has distilled only from the *untrained* global
+# encoder. The rows above run the protocol the paper states instead: E chosen
+# on validation, then the personalised GNN fine-tuned with early stopping.
+# One run per method on the first dataset, seed 0: validation and test
+# accuracy of each E before (`global_*`: the model right after the round) and
+# after fine-tuning, the search the reported number comes from. Fine-tuning
+# is what moves FedSpray: compare the two accuracy columns.
+
+# %%
+search_configs = [c for c in plan["configs"].get(tables[0], [])
+                  if c.algorithm in ("fedspray", "fedavg_ft") and c.seed == seeds[0] and c.dataset == datasets[0]]
+for config in search_configs:
+    _, run = experiment.run_full(config)
+    frame = pd.DataFrame(run.extras["epochs_search"]).set_index("local_epochs")
+    print(f"{config.algorithm} on {config.dataset}, Table {config.table}, seed {config.seed} (accuracy, %):")
+    print((100 * frame).round(2).to_string())
+
+# %% [markdown]
+# ## 7. Figure: accuracy per method
+
+# %%
+frame = all_results[all_results["metric"] == "accuracy"].copy()
+if not frame.empty:
+    frame["method"] = frame["method"].map(lambda m: ot.METHOD_NAMES.get(m, m))
+    frame["cell"] = "T" + frame["table"] + " " + frame["dataset"]
+    fig = plotting.method_bars(frame, x="method", hue="cell", ylabel="accuracy (%)", title="O-pFGL tables: accuracy")
+    plotting.save_figure(fig, out / "3_accuracy.png")
+    display(fig)
+
+# %% [markdown]
+# ## 8. Report
+#
+# `comparison.csv` and `claims.csv` gather every table of the paper from all
+# rows of this folder's `results.csv` (the other O-pFGL notebooks add theirs).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+all_rows = ResultStore(out / "results.csv").read()
+report, report_claims = compare.write_report(out, all_rows, "opfgl")
+print(report.groupby(["table", "status"]).size().unstack(fill_value=0).to_string())
+
+# %% [markdown]
+# What the runs in `results.csv` cost: runs computed and copied, compute hours
+# summed over runs, wall hours with at least one run computing.
+
+# %%
+print(ResultStore(out / "results.csv").cost().to_string())

@@ -1,0 +1,102 @@
+"""O-pFGL's results plan (fglcore.papers.opfgl.tables), its method plan, and FedSpray's one-shot protocol."""
+from __future__ import annotations
+
+import pytest
+
+from fglcore.algorithms import ALGORITHMS
+from fglcore.config import ConfigError, ExperimentConfig
+from fglcore.papers.opfgl import method as om
+from fglcore.papers.opfgl import tables as ot
+
+ALL = ot.METHODS + ["fedavg"]
+
+
+def plan(**changes):
+    args = dict(tables=["1", "9", "17"], datasets=["Cora", "ogbn-arxiv"], methods=ALL, seeds=[0, 1],
+                condense_iterations=10, max_epochs=20, epochs_grid=[5], local_rounds=3, multi_rounds=2)
+    return ot.results_plan(**{**args, **changes})
+
+
+def test_plan_runs_the_registered_methods_on_available_data_and_names_the_rest():
+    p = plan()
+    registered = [m for m in ot.METHODS if m in ALGORITHMS]
+    t1 = p["configs"]["1"]
+    assert {c.algorithm for c in t1} == set(registered)
+    assert {c.dataset for c in t1} == {"Cora"}  # ogbn-arxiv is not registered here
+    assert len(t1) == len(registered) * 2
+    for c in t1:
+        assert (c.paper, c.partition, c.num_clients, c.partition_seed, c.split_seed, c.metric_aggregation) == (
+            "opfgl", "louvain_plus", 10, 42, 42, "client_weighted")
+    assert {c.model for c in p["configs"]["17"]} == set(ot.BACKBONES)
+    status = p["status"].set_index(["table", "dataset", "method"])["why"]
+    for m in ot.METHODS:
+        expected = "runs" if m in ALGORITHMS else "not implemented"
+        assert status[("1", "Cora", m)] == expected
+    assert status[("1", "ogbn-arxiv", "opfgl")].startswith("data not available")
+    assert status[("9", "Cora", "fedavg")] == "ran 2 rounds, paper 100"
+
+
+def test_opfgl_runs_the_authors_command_and_baselines_the_one_shot_protocol():
+    by = {(c.table, c.algorithm): c for c in plan()["configs"]["1"] + plan()["configs"]["9"] if c.seed == 0}
+    o = by[("1", "opfgl")].algorithm_options
+    assert (o["hre_min_degree"], o["hre_confidence"], o["stage2_lr"], o["condense_iterations"]) == (20, 1.0, 5e-5, 10)
+    assert by[("1", "fedavg_ft")].algorithm_options["local_epochs_grid"] == [5]
+    assert by[("1", "fedspray")].algorithm_options["one_shot"] == {"local_epochs_grid": [5], "max_epochs": 20}
+    assert by[("1", "fedspray")].rounds == 1 and by[("1", "local")].selection == "best_val"
+    assert (by[("9", "fedavg")].rounds, by[("9", "fedavg")].setting) == (2, "rounds=2")
+    assert (by[("9", "opfgl")].rounds, by[("9", "opfgl")].setting) == (1, "")
+
+
+@pytest.mark.parametrize("key, value, match", [
+    ("tables", ["2"], "tables"), ("methods", ["bogus"], "methods"), ("datasets", ["Coraa"], "datasets"),
+    ("epochs_grid", [0], "epochs_grid"), ("max_epochs", 0, "max_epochs"), ("seeds", [], "seeds"),
+])
+def test_bad_parameters_name_themselves(key, value, match):
+    with pytest.raises(ConfigError, match=match):
+        plan(**{key: value})
+
+
+def test_implemented_claims_judge_only_registered_losers():
+    paper = ot.implemented_claims(["1"])
+    for claim in paper["claims"]:
+        assert claim["table"] == "1" and claim["id"].endswith("_implemented")
+        assert claim["losers"] and all((l if isinstance(l, str) else l["method"]) in ALGORITHMS for l in claim["losers"])
+
+
+def test_fedspray_one_shot_searches_epochs_and_fine_tunes():
+    from fglcore.experiment import run_full
+
+    config = ExperimentConfig.from_dict({**ot.paper_protocol(), "dataset": "Cora", "partition": "louvain_plus",
+                                         "num_clients": 10, "algorithm": "fedspray", "lr": 0.003, "rounds": 1,
+                                         "algorithm_options": {"one_shot": {"local_epochs_grid": [1, 3],
+                                                                            "max_epochs": 10, "eval_every": 5}}})
+    rows, result = run_full(config)
+    search = result.extras["epochs_search"]
+    assert [s["local_epochs"] for s in search] == [1, 3]
+    best = max(search, key=lambda s: s["val_accuracy"])
+    assert result.metrics["val_accuracy"] == best["val_accuracy"]
+    assert all(row["ft_epochs"] == 11 for row in result.per_client)  # 11 steps: 0..10, as O-pFGL's loop
+
+
+@pytest.mark.parametrize("options, match", [
+    ({"one_shot": {"foo": 1}}, "one_shot: unknown key 'foo'"),
+    ({"one_shot": {"local_epochs_grid": [0]}}, "one_shot.local_epochs_grid"),
+])
+def test_fedspray_one_shot_options_are_checked(options, match):
+    with pytest.raises(ConfigError, match=match):
+        ExperimentConfig.from_dict({"algorithm": "fedspray", "rounds": 1, "algorithm_options": options})
+    with pytest.raises(ConfigError, match="rounds"):
+        ExperimentConfig.from_dict({"algorithm": "fedspray", "rounds": 3,
+                                    "algorithm_options": {"one_shot": {"max_epochs": 5}}})
+
+
+def test_analytic_bytes_are_table_25_counted():
+    assert om.gcn_parameters(1433, 64, 7) == 92231  # the digest's count for Cora
+    up = om.analytic_bytes("opfgl", num_features=1433, num_classes=7, hidden=64, hops=1, pseudo_nodes=7)
+    assert up == {"upload": 7 * (2 * 2 * 1433 + 3) * 8, "download": 7 * (1433 + 7 + 1) * 4}
+    one = om.analytic_bytes("fedavg", num_features=1433, num_classes=7, hidden=64, hops=1, pseudo_nodes=0,
+                            one_shot=True)
+    many = om.analytic_bytes("fedavg", num_features=1433, num_classes=7, hidden=64, hops=1, pseudo_nodes=0, rounds=3)
+    assert one["download"] == 92231 * 4 and many["download"] == 4 * 92231 * 4
+    with pytest.raises(ValueError, match="fedspray"):
+        om.analytic_bytes("fedspray", num_features=1, num_classes=1, hidden=1, hops=1, pseudo_nodes=1)
