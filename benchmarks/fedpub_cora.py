@@ -17,6 +17,7 @@ import json
 import sys
 import time
 
+from fglcore import runtime
 from fglcore.algorithms.fedavg_ft import EPOCHS_GRID
 from fglcore.algorithms.opfgl import PROTOCOL
 from fglcore.experiment import run_full
@@ -43,6 +44,7 @@ def config(protocol: str, seed: int, changes: dict) -> dict:
 
 
 def main() -> None:
+    runtime.set_threads()  # FGL_THREADS (run_full leaves torch's thread count alone)
     protocol, seed = sys.argv[1], int(sys.argv[2])
     changes = {k: json.loads(v) for k, v in (a.split("=", 1) for a in sys.argv[3:])}
     start = time.time()
