@@ -9,7 +9,7 @@
   last round reported, client-size-weighted.
 
 Usage: ``FGL_THREADS=1 python benchmarks/fedpub_cora.py opfgl|fedstruct SEED [option=value ...]``
-(options are fedpub algorithm options, values parsed as JSON; ``rounds=``/``local_epochs=`` set config fields).
+(options are fedpub algorithm options, values parsed as JSON or else taken as strings; ``rounds=``/``local_epochs=`` set config fields).
 """
 from __future__ import annotations
 
@@ -43,10 +43,18 @@ def config(protocol: str, seed: int, changes: dict) -> dict:
     return {**base, **fields, "algorithm": "fedpub", "seed": seed}
 
 
+def _value(text: str):
+    """A command-line value: JSON (numbers, lists, true/false), else the text itself (a string option)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
 def main() -> None:
     runtime.set_threads()  # FGL_THREADS (run_full leaves torch's thread count alone)
     protocol, seed = sys.argv[1], int(sys.argv[2])
-    changes = {k: json.loads(v) for k, v in (a.split("=", 1) for a in sys.argv[3:])}
+    changes = {k: _value(v) for k, v in (a.split("=", 1) for a in sys.argv[3:])}
     start = time.time()
     _, result = run_full(config(protocol, seed, changes))
     m = result.metrics
