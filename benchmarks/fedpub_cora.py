@@ -8,8 +8,9 @@
   per seed): 50 rounds of 1 local epoch, hidden 128, lr 0.01, weight decay 1e-6, dropout 0.5, n_proxy 10,
   last round reported, client-size-weighted.
 
-Usage: ``FGL_THREADS=1 python benchmarks/fedpub_cora.py opfgl|fedstruct SEED [option=value ...]``
-(options are fedpub algorithm options, values parsed as JSON or else taken as strings; ``rounds=``/``local_epochs=`` set config fields).
+Usage: ``FGL_THREADS=1 python benchmarks/fedpub_cora.py opfgl|fedstruct SEED [option=value ...]``,
+e.g. ``... opfgl 0 penalties=detached``: fedpub algorithm options, values parsed as JSON or else taken as
+strings; ``rounds``, ``local_epochs``, ``lr``, ``dropout``, ``hidden``, ``weight_decay`` set config fields.
 """
 from __future__ import annotations
 
