@@ -8,8 +8,9 @@
   per seed): 50 rounds of 1 local epoch, hidden 128, lr 0.01, weight decay 1e-6, dropout 0.5, n_proxy 10,
   last round reported, client-size-weighted.
 
-Usage: ``FGL_THREADS=1 python benchmarks/fedpub_cora.py opfgl|fedstruct SEED [option=value ...]``
-(options are fedpub algorithm options, values parsed as JSON; ``rounds=``/``local_epochs=`` set config fields).
+Usage: ``FGL_THREADS=1 python benchmarks/fedpub_cora.py opfgl|fedstruct SEED [option=value ...]``,
+e.g. ``... opfgl 0 penalties=detached``: fedpub algorithm options, values parsed as JSON or else taken as
+strings; ``rounds``, ``local_epochs``, ``lr``, ``dropout``, ``hidden``, ``weight_decay`` set config fields.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import json
 import sys
 import time
 
+from fglcore import runtime
 from fglcore.algorithms.fedavg_ft import EPOCHS_GRID
 from fglcore.algorithms.opfgl import PROTOCOL
 from fglcore.experiment import run_full
@@ -42,9 +44,18 @@ def config(protocol: str, seed: int, changes: dict) -> dict:
     return {**base, **fields, "algorithm": "fedpub", "seed": seed}
 
 
+def _value(text: str):
+    """A command-line value: JSON (numbers, lists, true/false), else the text itself (a string option)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
 def main() -> None:
+    runtime.set_threads()  # FGL_THREADS (run_full leaves torch's thread count alone)
     protocol, seed = sys.argv[1], int(sys.argv[2])
-    changes = {k: json.loads(v) for k, v in (a.split("=", 1) for a in sys.argv[3:])}
+    changes = {k: _value(v) for k, v in (a.split("=", 1) for a in sys.argv[3:])}
     start = time.time()
     _, result = run_full(config(protocol, seed, changes))
     m = result.metrics

@@ -170,7 +170,8 @@ class FedPubServer(Server):
         self.personalized = {c: {} for c in self.order}
         for name in self.shared:  # every client's average at once: alpha @ (stacked weights), in float64
             stacked = torch.stack([updates[c][name].detach().to(torch.float64) for c in self.order])
-            mixed = torch.tensordot(self.alpha.to(stacked.device), stacked, dims=1).to(updates[self.order[0]][name].dtype)
+            mixed = torch.tensordot(self.alpha.to(stacked.device), stacked, dims=1)
+            mixed = mixed.to(updates[self.order[0]][name].dtype)
             for i, c in enumerate(self.order):
                 self.personalized[c][name] = mixed[i]
 
