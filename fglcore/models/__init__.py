@@ -45,6 +45,8 @@ file                       holds
 ``link_type_channel.py``   FedLit's :class:`~fglcore.models.link_type_channel.LinkTypeChannel`
 ``parameter_mixture.py``   APFL's :class:`~fglcore.models.parameter_mixture.ParameterMixture`
 ``fedstruct.py``           FedStruct's :class:`~fglcore.models.fedstruct.FedStructModel`
+``neighgen.py``            FedSage+'s missing-neighbour generator :class:`~fglcore.models.neighgen.NeighGen`
+``feature_generator.py``   its fGen :class:`~fglcore.models.feature_generator.FeatureGenerator`
 =========================  =================================================================
 
 ``operators.py`` (CSR message passing), ``sparse_input.py`` (sparse first
