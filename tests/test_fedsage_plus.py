@@ -286,7 +286,10 @@ def test_parameter_and_output_exchanges_give_the_same_gradient(fed):
         owners = [NeighGenOwner(c, d, CLASSES, cfg, options, CPU) for c, d in enumerate(fed.clients[:2])]
         for o in owners:
             o.start_phase("fgen")
+        with torch.no_grad():  # dGen asks for every generated row, so the cross term has pairs to match
+            owners[0].model.dgen.bias.fill_(10.0)
         step = owners[0].local_loss()
+        assert (step.counts == P).all()
         reply = owners[1].reply(owners[0].request(step), input_gradient=False)
         owners[0].optimizer.zero_grad(set_to_none=True)
         if exchange == "parameters":
