@@ -248,3 +248,15 @@ def test_simulation_matches_proposition():
         fm.simulate_proposition([0.7], num_clients=3)
     fig = fm.plot_proposition(frame)
     assert len(fig.axes) == 2
+
+
+@needs_mirror
+def test_client_profiles_describe_the_clients_the_tables_run():
+    profiles = fm.client_profiles(["PubMed", "Cora"], stand_in_clients=7).set_index("dataset")
+    assert profiles.loc["PubMed", "role"] == "paper" and profiles.loc["Cora", "role"] == "stand-in"
+    assert profiles["clients"].tolist() == [7, 7]
+    assert ((profiles["majority_share"] + profiles["minority_share"]) - 1).abs().max() < 1e-9
+    # Table 1's clients: majority nodes far more homophilous than minority nodes
+    assert profiles.loc["PubMed", "majority_homophily"] > profiles.loc["PubMed", "minority_homophily"] + 0.3
+    # PubMed's official clients are more skewed than Cora's seven largest Louvain communities
+    assert profiles.loc["PubMed", "majority_share"] > profiles.loc["Cora", "majority_share"]

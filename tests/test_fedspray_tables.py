@@ -8,6 +8,7 @@ import pytest
 
 from fglcore.compare import check_claims, load_paper
 from fglcore.config import ConfigError, ExperimentConfig
+from fglcore.papers.fedspray import motivation as fm
 from fglcore.papers.fedspray import tables as ft
 
 
@@ -214,7 +215,9 @@ def test_paper_entries_and_claims_name_settings_the_builders_produce(paper):
     produced = {(c.table, c.algorithm, c.setting) for c in [
         *ft.table2_configs(["Cora"], ["gcn"], seeds=[0]), *ft.table3_configs(["Cora"], seeds=[0]),
         *ft.lambda1_configs(["Cora"], seeds=[0]), *ft.proxy_dim_configs(["Cora"], seeds=[0]),
-        *ft.table5_configs(["Cora"], seeds=[0]), *ft.opfgl_configs(seeds=[0])]}
+        *ft.table5_configs(["Cora"], seeds=[0]), *ft.opfgl_configs(seeds=[0]),
+        *fm.plan("PubMed", ["Cora"], 7, 0, ["Cora"], ["mlp", "gcn"], 2, 1, 0.003, [0], [0.6], 0.25, 4, 20, 3, 4,
+                 1.0)["fig2"]]}
     for e in paper["results"]:
         if e["table"] != "1":
             assert (e["table"], e["method"], e["setting"]) in produced, e
@@ -275,3 +278,22 @@ def test_selected_rounds_and_methods_identical_to_fedavg():
     assert rounds.loc[("Cora", "gcn", "fedavg")].tolist() == [35.0, 30, 40]
     same = ft.same_as(frame, "fedavg")
     assert same.to_dict("records") == [{"dataset": "Cora", "model": "gcn", "method": "gcfl", "seeds": 2}]
+
+
+def test_figure2_runs_the_papers_datasets_on_their_official_partition():
+    configs = fm.plan("PubMed", ["Cora"], 7, 0, ["PubMed", "Cora"], ["mlp"], 2, 1, 0.003, [0], [0.6], 0.25, 4, 20, 3,
+                      4, 1.0)["fig2"]
+    partitions = {c.dataset: (c.partition, c.num_clients) for c in configs}
+    assert partitions == {"PubMed": ("files", 7), "Cora": ("louvain_largest", 7)}
+
+
+def test_fedspray_margins_is_the_lead_over_the_best_other_method():
+    rows = [{"dataset": "D", "model": "gcn", "method": m, "setting": st, "metric": metric, "seed": seed, "value": v}
+            for m, st, metric, seed, v in [
+                ("fedavg", "", "accuracy", 0, 80.0), ("fedavg", "", "accuracy", 1, 82.0),
+                ("local", "", "accuracy", 0, 70.0), ("fedspray", "", "accuracy", 0, 79.0),
+                ("fedspray", "code", "accuracy", 0, 85.0)]]
+    margins = ft.fedspray_margins(pd.DataFrame(rows), metrics=["accuracy"]).set_index("label")
+    assert margins.loc["fedspray", "accuracy"] == -2.0  # fedavg's mean over seeds is 81
+    assert margins.loc["fedspray [code]", "accuracy"] == 4.0
+    assert margins.loc["fedspray [code]", "best_other_accuracy"] == "fedavg"

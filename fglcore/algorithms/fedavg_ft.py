@@ -45,6 +45,11 @@ candidate's validation and test accuracy before and after fine-tuning.
 ``config.selection`` and ``config.patience`` are not used; ``config.rounds``
 must be 1.
 
+The protocol (one round per ``E``, fine-tuning, the choice of ``E``) is the
+mixin :class:`OneShotProtocol` with the options :data:`ONE_SHOT_OPTIONS`;
+the other baselines O-pFGL runs in one round on FedAvg's participants
+(:mod:`fglcore.algorithms.fedgta`, :mod:`fglcore.algorithms.fedtad`) reuse it.
+
 Under O-pFGL's protocol (:data:`fglcore.algorithms.opfgl.PROTOCOL`,
 ``metric_aggregation="client_weighted"``) each client's metrics are weighted
 by its local node count (A13), as for O-pFGL.
@@ -53,7 +58,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from torch import Tensor
 
@@ -104,8 +109,139 @@ class FineTuneClient(FedAvgClient):
         return weighted_by_nodes(self.trainer.predict(), self.num_nodes)
 
 
+ONE_SHOT_OPTIONS: dict[str, Any] = {
+    "local_epochs_grid": list(EPOCHS_GRID),
+    "ft_lr": None,
+    "max_epochs": Opfgl.default_options["max_epochs"],
+    "eval_every": Opfgl.default_options["eval_every"],
+    "patience": Opfgl.default_options["patience"],
+}
+"""The options of O-pFGL's one-shot protocol (see the module docstring), shared by every baseline run under it."""
+
+ONE_SHOT_BOUNDS = {"ft_lr": Bounds(above=0), **dict.fromkeys(("max_epochs", "eval_every", "patience"), POSITIVE)}
+
+
+def check_epochs_grid(grid: Any, *, optional: bool = False) -> list[int] | None:
+    """``local_epochs_grid`` sorted, or a :class:`ConfigError`; ``None`` passes when ``optional``."""
+    if grid is None and optional:
+        return None
+    if not isinstance(grid, list) or not grid or len(set(grid)) != len(grid) or any(
+            isinstance(e, bool) or not isinstance(e, int) or not 1 <= e <= MAX_GRID_EPOCHS for e in grid):
+        accepted = f"a non-empty list of distinct integers from 1 to {MAX_GRID_EPOCHS}"
+        raise ConfigError(f"algorithm_options.local_epochs_grid: {grid!r} is not accepted; accepted: "
+                          f"{accepted}{' or null (an ordinary multi-round run)' if optional else ''}")
+    return sorted(grid)
+
+
+def search_local_epochs(algorithm: Any, run_one: Callable[[int], RunResult], grid: Sequence[int],
+                        channel: Channel | None = None) -> RunResult:
+    """O-pFGL's "local epochs tuned from 1 to 100" (App. A.2): ``run_one(E)`` for every ``E`` of ``grid``
+    (each a whole run from the same seed, building ``algorithm.server`` and ``algorithm.clients``); the
+    result of the ``E`` whose models have the best aggregated validation accuracy (ties go to the smaller
+    ``E``), with ``algorithm.server`` and ``algorithm.clients`` set to that run's.
+
+    ``extras["epochs_search"]`` lists every candidate's validation and test
+    accuracy (and, when a run reports ``extras["global_metrics"]``, those of
+    the downloaded model before fine-tuning). ``channel`` (when given) records
+    the chosen run's messages only.
+    """
+    best: tuple[RunResult, Any, list] | None = None
+    best_value, search = math.nan, []
+    for epochs in grid:
+        result = run_one(epochs)
+        m = result.metrics
+        row = {"local_epochs": epochs}
+        if "global_metrics" in result.extras:
+            g = result.extras["global_metrics"]
+            row.update({"global_val_accuracy": g.get("val_accuracy", math.nan),
+                        "global_test_accuracy": g.get("test_accuracy", math.nan)})
+        row.update({"val_accuracy": m.get("val_accuracy", math.nan), "test_accuracy": m.get("test_accuracy", math.nan)})
+        search.append(row)
+        value = m.get("val_accuracy", math.nan)
+        if best is None or (not math.isnan(value) and (math.isnan(best_value) or value > best_value)):
+            best, best_value = (result, algorithm.server, algorithm.clients), value
+    result, algorithm.server, algorithm.clients = best
+    if channel is not None:
+        for message in result.ledger.messages:
+            channel.ledger.record(message)
+        result.ledger = channel.ledger
+    result.extras["epochs_search"] = search
+    return result
+
+
+class OneShotProtocol:
+    """Mixin: O-pFGL's one-shot protocol (module docstring) for an algorithm built on FedAvg's participants.
+
+    Put it before the algorithm's class (``class X(OneShotProtocol, FedAvg)``). The algorithm's
+    ``make_client`` builds :class:`FineTuneClient` (sub)classes with :attr:`local_epochs` epochs, and
+    its options include :data:`ONE_SHOT_OPTIONS`. With ``local_epochs_grid=None`` (allowed when
+    :attr:`one_shot_optional`) the algorithm runs as usual (``config.rounds`` rounds of
+    ``config.local_epochs`` epochs); with a grid, one round per ``E``, then fine-tuning when
+    :meth:`fine_tunes`, and the ``E`` with the best validation accuracy is reported.
+    """
+
+    one_shot_optional: ClassVar[bool] = False
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
+        merged = super().check_options(options)
+        merged["local_epochs_grid"] = check_epochs_grid(merged["local_epochs_grid"], optional=cls.one_shot_optional)
+        return merged
+
+    @classmethod
+    def check_config(cls, config: ExperimentConfig) -> None:
+        super().check_config(config)
+        if cls.check_options(config.algorithm_options)["local_epochs_grid"] is not None and config.rounds != 1:
+            what = "the local_epochs_grid option runs O-pFGL's one-shot protocol" if cls.one_shot_optional \
+                else f"{cls.name} is one-shot"
+            raise ConfigError(f"rounds: {what} (one upload, one download per client); set rounds to 1, got "
+                              f"{config.rounds}")
+
+    @property
+    def local_epochs(self) -> int:
+        """The local epochs of the run being built: the grid's current ``E``, else ``config.local_epochs``."""
+        return getattr(self, "_epochs", self.config.local_epochs)
+
+    def fine_tunes(self) -> bool:
+        """Whether the clients fine-tune the downloaded model (always, for FedAvg)."""
+        return True
+
+    def opening_broadcast(self) -> bool:
+        """Whether the server sends the initial model before round 1 (not in the one-shot protocol: the
+        clients start from a shared seed, so the only download is the one after the single upload)."""
+        return self.options["local_epochs_grid"] is None
+
+    def run_one(self, epochs: int, channel: Channel | None = None) -> RunResult:
+        """One round with ``epochs`` local epochs, then (:meth:`fine_tunes`) every client's fine-tuning."""
+        self._epochs = epochs
+        before = super().run(channel if channel is not None else Channel())
+        metrics, per_client = before.metrics, before.per_client
+        if self.fine_tunes():
+            o = self.options
+            lr = self.config.lr if o["ft_lr"] is None else o["ft_lr"]
+            for client in self.clients:
+                client.fine_tune(self.config, lr, o["max_epochs"], o["eval_every"], o["patience"])
+            metrics, outputs = evaluate_clients(self.clients, self.num_classes, self.config.metric_aggregation)
+            per_client = per_client_metrics(self.clients, outputs, self.num_classes)
+            for row, client in zip(per_client, self.clients):
+                row.update(client.report)
+        extras = {"local_epochs": epochs, "global_metrics": before.metrics}
+        return RunResult([{"round": 1, **metrics}], 1, metrics, per_client, before.ledger, False, extras)
+
+    def run(self, channel: Channel | None = None, *, callbacks: Sequence = (), checkpoint: Any = None) -> RunResult:
+        """:meth:`run_one` for every ``E`` of the grid; the run of the ``E`` with the best validation accuracy
+        (the algorithm's ordinary run when the grid is ``None``).
+
+        In the one-shot protocol ``channel`` (when given) records the chosen run only; ``callbacks`` and
+        ``checkpoint`` are accepted for the common interface and not used.
+        """
+        if self.options["local_epochs_grid"] is None:
+            return super().run(channel, callbacks=callbacks, checkpoint=checkpoint)
+        return search_local_epochs(self, self.run_one, self.options["local_epochs_grid"], channel)
+
+
 @register_algorithm
-class FedAvgFT(FedAvg):
+class FedAvgFT(OneShotProtocol, FedAvg):
     """One round of FedAvg, then local fine-tuning; local epochs chosen on validation (O-pFGL's "FedAvg"
     baseline, Yan et al., arXiv 2411.11304, App. A.7); readings in :mod:`fglcore.algorithms.fedavg_ft`."""
 
@@ -113,77 +249,11 @@ class FedAvgFT(FedAvg):
     tasks = ("node",)
     citation = ("McMahan et al., AISTATS 2017, with fine-tuning as in Yan et al., Towards Federated Graph "
                 "Learning in One-shot Communication, arXiv 2411.11304")
-    default_options: ClassVar[dict[str, Any]] = {
-        "share": "auto",
-        "local_epochs_grid": list(EPOCHS_GRID),
-        "ft_lr": None,
-        "max_epochs": Opfgl.default_options["max_epochs"],
-        "eval_every": Opfgl.default_options["eval_every"],
-        "patience": Opfgl.default_options["patience"],
-    }
-    option_bounds = {"ft_lr": Bounds(above=0), **dict.fromkeys(("max_epochs", "eval_every", "patience"), POSITIVE)}
-
-    @classmethod
-    def check_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
-        merged = super().check_options(options)
-        grid = merged["local_epochs_grid"]
-        if not grid or any(isinstance(e, bool) or not isinstance(e, int) or not 1 <= e <= MAX_GRID_EPOCHS
-                           for e in grid) or len(set(grid)) != len(grid):
-            raise ConfigError(f"algorithm_options.local_epochs_grid: {grid!r} is not accepted; accepted: a "
-                              f"non-empty list of distinct integers from 1 to {MAX_GRID_EPOCHS}")
-        merged["local_epochs_grid"] = sorted(grid)
-        return merged
-
-    @classmethod
-    def check_config(cls, config: ExperimentConfig) -> None:
-        super().check_config(config)
-        if config.rounds != 1:
-            raise ConfigError(f"rounds: fedavg_ft is one-shot (one upload, one download per client); set rounds "
-                              f"to 1, got {config.rounds}")
+    default_options: ClassVar[dict[str, Any]] = {"share": "auto", **ONE_SHOT_OPTIONS}
+    option_bounds = ONE_SHOT_BOUNDS
 
     def make_server(self, parameters: dict[str, Tensor]) -> OneShotServer:
         return OneShotServer(parameters)
 
     def make_client(self, cid: int, trainer: Trainer, shared: Sequence[str]) -> FineTuneClient:
-        return FineTuneClient(cid, trainer, self._epochs, shared, int(self.clients_data[cid].num_nodes))
-
-    def run_one(self, epochs: int, channel: Channel | None = None) -> RunResult:
-        """One round with ``epochs`` local epochs, then every client's fine-tuning; metrics of the fine-tuned models."""
-        self._epochs = epochs
-        before = super().run(channel if channel is not None else Channel())
-        o = self.options
-        lr = self.config.lr if o["ft_lr"] is None else o["ft_lr"]
-        for client in self.clients:
-            client.fine_tune(self.config, lr, o["max_epochs"], o["eval_every"], o["patience"])
-        metrics, outputs = evaluate_clients(self.clients, self.num_classes, self.config.metric_aggregation)
-        per_client = per_client_metrics(self.clients, outputs, self.num_classes)
-        for row, client in zip(per_client, self.clients):
-            row.update(client.report)
-        extras = {"local_epochs": epochs, "global_metrics": before.metrics}
-        return RunResult([{"round": 1, **metrics}], 1, metrics, per_client, before.ledger, False, extras)
-
-    def run(self, channel: Channel | None = None, *, callbacks: Sequence = (), checkpoint: Any = None) -> RunResult:
-        """:meth:`run_one` for every ``E`` of the grid; the run of the ``E`` with the best validation accuracy.
-
-        ``channel`` (when given) records the chosen run only; ``callbacks`` and
-        ``checkpoint`` are accepted for the common interface and not used.
-        """
-        best: tuple[RunResult, Any, list] | None = None
-        best_value, search = math.nan, []
-        for epochs in self.options["local_epochs_grid"]:
-            result = self.run_one(epochs)
-            g, m = result.extras["global_metrics"], result.metrics
-            search.append({"local_epochs": epochs, "global_val_accuracy": g.get("val_accuracy", math.nan),
-                           "global_test_accuracy": g.get("test_accuracy", math.nan),
-                           "val_accuracy": m.get("val_accuracy", math.nan),
-                           "test_accuracy": m.get("test_accuracy", math.nan)})
-            value = m.get("val_accuracy", math.nan)
-            if best is None or (not math.isnan(value) and (math.isnan(best_value) or value > best_value)):
-                best, best_value = (result, self.server, self.clients), value
-        result, self.server, self.clients = best
-        if channel is not None:
-            for message in result.ledger.messages:
-                channel.ledger.record(message)
-            result.ledger = channel.ledger
-        result.extras["epochs_search"] = search
-        return result
+        return FineTuneClient(cid, trainer, self.local_epochs, shared, int(self.clients_data[cid].num_nodes))

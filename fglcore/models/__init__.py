@@ -45,6 +45,9 @@ file                       holds
 ``link_type_channel.py``   FedLit's :class:`~fglcore.models.link_type_channel.LinkTypeChannel`
 ``parameter_mixture.py``   APFL's :class:`~fglcore.models.parameter_mixture.ParameterMixture`
 ``fedstruct.py``           FedStruct's :class:`~fglcore.models.fedstruct.FedStructModel`
+``masked_gcn.py``          FED-PUB's :class:`~fglcore.models.masked_gcn.MaskedGCN`
+``masked_gcn_conv.py``     FED-PUB's :class:`~fglcore.models.masked_gcn_conv.MaskedGCNConv`
+``masked_linear.py``       FED-PUB's :class:`~fglcore.models.masked_linear.MaskedLinear`
 ``neighgen.py``            FedSage+'s missing-neighbour generator :class:`~fglcore.models.neighgen.NeighGen`
 ``feature_generator.py``   its fGen :class:`~fglcore.models.feature_generator.FeatureGenerator`
 =========================  =================================================================

@@ -40,7 +40,7 @@
 # %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
 output_dir = ""  # results folder; empty means outputs/<profile>/fedspray
-datasets = ["PubMed", "WikiCS", "Physics", "Flickr", "Cora", "CiteSeer", "Chameleon"]  # paper datasets, then stand-ins; missing ones are skipped
+datasets = ["PubMed", "WikiCS", "Physics", "Flickr", "Cora", "CiteSeer", "Chameleon"]  # paper datasets, then stand-ins; missing ones (WikiCS, Flickr) are skipped
 stand_in_clients = 7  # clients of a stand-in: its 7 largest Louvain communities (PubMed has 7)
 models = ["gcn", "sage"]  # backbones (paper: gcn, sgc, sage)
 methods = ["local", "fedavg", "apfl", "gcfl", "fedstar_node", "fedlit", "fedspray"]  # Table 2's rows
@@ -58,6 +58,7 @@ import pandas as pd
 from IPython.display import display
 
 from fglcore import compare, experiment, paths, plotting, runtime
+from fglcore.papers.fedspray import motivation as fm
 from fglcore.papers.fedspray import tables as ft
 from fglcore.results import ResultStore
 
@@ -77,14 +78,15 @@ print(f"profile {profile}: results go to {paths.display_path(out)}")
 # The paper partitions PubMed (7 clients), WikiCS, Coauthor-Physics (12) and
 # Flickr (20) into Louvain communities and keeps the largest ones; its
 # official node lists are in the mirror (`FedSpray/partition`) and are used
-# whenever the dataset itself is available. Offline, PubMed lacks its
-# features and the other three are absent, so **Cora, CiteSeer and
-# Chameleon stand in**, partitioned by the paper's recipe: the
-# `stand_in_clients` largest Louvain communities, each one client
-# (`louvain_largest`). Seven, like PubMed: Cora's seven largest communities
-# have 158–390 nodes, so every client keeps some minority test nodes.
-# Chameleon is heterophilous, the regime where the paper's argument (minority
-# nodes surrounded by the majority class) is strongest.
+# whenever the dataset itself is available. **PubMed and Physics are in the
+# mirror: Table 2 is judged on the paper's own data and clients there.**
+# WikiCS and Flickr are not available offline; their columns stay as the
+# paper's reference. Cora, CiteSeer and Chameleon also run, as **stand-ins**
+# partitioned by the paper's recipe (the `stand_in_clients` largest Louvain
+# communities, each one client, `louvain_largest`): Cora's seven largest
+# communities have 158–390 nodes, so every client keeps some minority test
+# nodes, and Chameleon is heterophilous. Their verdicts are labelled
+# stand-in throughout; §6 compares their clients with the paper's.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -219,7 +221,53 @@ print(identical.to_string(index=False) if not identical.empty else "none")
 display(compare.claims_table(compare.check_claims(results, "fedspray", tables=["2"])))
 
 # %% [markdown]
-# ## 6. FedSpray as O-pFGL ran it
+# ## 6. Real data and stand-ins: when do structure proxies help?
+#
+# The paper's explanation of its gains (§3, Table 1) is about the clients:
+# each is dominated by one class, and its minority nodes sit among majority
+# neighbours, so message passing pulls them towards the wrong class; the
+# global class-wise proxies are meant to pull them back. Whether the
+# clients look like that is measured below, for every dataset that ran: the
+# majority class's share of a client's nodes (label skew), the share of
+# minority nodes, and the average node homophily of each group on the
+# client's subgraph (means over clients).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+profiles = fm.client_profiles(ready, stand_in_clients)
+print(profiles.round(3).to_string(index=False))
+
+# %% [markdown]
+# FedSpray's lead over the best other method of the same backbone (points;
+# positive = FedSpray wins, as Table 2 claims), with the method that is
+# best otherwise:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+margins = ft.fedspray_margins(results).merge(profiles[["dataset", "role"]], on="dataset")
+print(margins.round(2).to_string(index=False))
+
+# %% [markdown]
+# How to read it. The paper's datasets have strongly skewed clients (on the
+# official partitions about four in five of a client's nodes are in its
+# majority class) whose majority nodes are very homophilous, while Cora's and
+# CiteSeer's seven largest communities are mixed (about two in three) and
+# Chameleon's are not dominated by any class. So the stand-ins are a weaker
+# test of the mechanism, and their verdicts must not be read as the paper's.
+#
+# What is known about the stand-in gap from outside this notebook (a
+# side-by-side run reported in the issue tracker, issue 28; the script is not
+# part of this repository): the official code (xbfu/FedSpray), run on our
+# 7-client Cora partition and splits from our initial weights, selects the
+# same round and gives the same test numbers as our official-code reading
+# (`fedspray [code]`) on all five seeds; from its own initial weights it also
+# loses to FedAvg on Cora minority accuracy (46.9 vs 54.1 over five seeds;
+# also with 10 clients and with λ1 = 5). On Cora the gap is the method's,
+# not our implementation's. On PubMed and Physics, the table in §3 and the
+# claims in §5 are the verdict on the paper's own data.
+
+# %% [markdown]
+# ## 7. FedSpray as O-pFGL ran it
 #
 # O-pFGL (Yan et al., arXiv 2411.11304) reports FedSpray on Cora and CiteSeer
 # under its own protocol: Louvain+ or Metis+ (100 communities, then KMeans
@@ -244,7 +292,7 @@ print(compare.side_by_side(ft.labelled(opfgl_comparison[opfgl_comparison["status
 display(compare.claims_table(compare.check_claims(opfgl_results, "fedspray", tables=opfgl_tables)))
 
 # %% [markdown]
-# ## 7. Report
+# ## 8. Report
 #
 # `comparison.csv` and `claims.csv` gather every table of the paper from all
 # rows of this folder's `results.csv` (the other FedSpray notebooks add theirs).

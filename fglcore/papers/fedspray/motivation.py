@@ -107,6 +107,42 @@ def louvain_clients(data: Data, num_clients: int, seed: int = 0) -> list[Data]:
     return build_clients(data, partition_nodes(data, "louvain_largest", num_clients, seed))
 
 
+def client_profiles(datasets: Sequence[str], stand_in_clients: int | None = None) -> pd.DataFrame:
+    """Per dataset, how its FedSpray clients look: the conditions under which the paper says proxies help.
+
+    FedSpray's argument (§3, Table 1) needs clients dominated by one class
+    whose minority nodes sit among majority neighbours. For each dataset,
+    partitioned as the tables run it (:func:`fglcore.papers.fedspray.tables.dataset_setup`:
+    official files for the paper's datasets, else the K largest Louvain
+    communities), the columns are means over its clients of: the majority
+    class's share of the client's nodes (label skew), the share of minority
+    nodes, and the average node homophily of majority and of minority nodes
+    (Eq. 1, on the client's induced subgraph); plus the graph's own node
+    homophily before partitioning.
+    """
+    from fglcore.data.datasets import load_structure
+    from fglcore.metrics import node_homophily
+    from fglcore.papers.fedspray.tables import PAPER_DATASETS, dataset_setup
+
+    rows = []
+    for name in datasets:
+        setup = dataset_setup(name, stand_in_clients)
+        graph = load_structure(name)
+        assignment = partition_nodes(graph, setup["partition"], setup["num_clients"], 0, **setup["partition_options"])
+        stats = client_statistics(build_clients(graph, assignment), graph.num_classes)
+        rows.append({
+            "dataset": name,
+            "role": "paper" if name in PAPER_DATASETS else "stand-in",
+            "clients": len(stats),
+            "graph_homophily": float(node_homophily(graph.edge_index, graph.y)),
+            "majority_share": float((stats["majority_nodes"] / stats["nodes"]).mean()),
+            "minority_share": float((stats["minority_nodes"] / stats["nodes"]).mean()),
+            "majority_homophily": float(stats["majority_homophily"].mean()),
+            "minority_homophily": float(stats["minority_homophily"].mean()),
+        })
+    return pd.DataFrame(rows)
+
+
 def table1(clients: Sequence[Data], num_classes: int) -> pd.DataFrame:
     """Table 1's columns for each client (numbered from 1), plus its node and undirected edge counts.
 
@@ -432,12 +468,16 @@ def plan(table1_dataset: str, louvain_datasets: Sequence[str], num_clients: int,
     Bounds(minimum=1, below=sim_nodes).check("parameter 'degree'", degree)
     POSITIVE.check("parameter 'dim'", dim)
     Bounds(minimum=0).check("parameter 'mean_distance'", mean_distance)
+    from fglcore.papers.fedspray.tables import dataset_setup
+
     base = dict(paper="fedspray", table="fig2", partition="louvain_largest", num_clients=num_clients,
                 partition_seed=louvain_seed, algorithm="fedavg", hidden=64, num_layers=2, dropout=0.0,
                 weight_decay=0.0, lr=lr, rounds=rounds, local_epochs=local_epochs, selection_metric="val_loss",
                 metric_aggregation="micro", progress=False)
     with experiment.parameters_named({"dataset": "fig2_datasets", "model": "models", "seed": "seeds"}):
-        fig2 = experiment.grid(base, dataset=fig2_datasets, model=models, seed=seeds)
+        # The paper's datasets (PubMed) keep their official partition files; others take the Louvain recipe.
+        fig2 = [config for name in fig2_datasets
+                for config in experiment.grid({**base, **dataset_setup(name, num_clients)}, model=models, seed=seeds)]
     with experiment.parameters_named({"dataset": "louvain_datasets"}):
         for name in louvain_datasets:
             ExperimentConfig.from_dict({**base, "dataset": name})

@@ -1,0 +1,378 @@
+"""FedTAD: topology-aware data-free knowledge distillation on the server.
+
+Zhu, Li, Wu, Wu, Hu and Li, "FedTAD: Topology-aware Data-free Knowledge
+Distillation for Subgraph Federated Learning", IJCAI 2024 (arXiv
+2404.14061), Sec. 4. Official code ``zyl24/FedTAD`` (``train_fedtad.py``);
+the port O-pFGL's authors ran (they defer to OpenFGL for every baseline,
+digest A16): ``xkLi-Allen/OpenFGL``, ``openfgl/flcore/fedtad``. Both have the
+same hyper-parameters, which are the defaults here.
+
+**Client side, once** (Sec. 4.1, "class-wise knowledge reliability"):
+
+1. a topology embedding :math:`t_v` of every local node, concatenated with
+   its features, :math:`e_v = x_v \\Vert t_v`; ``topology_embedding``:
+
+   * ``"code"`` (default; both codes' ``cal_topo_emb``): for every walk
+     length :math:`l = 1..L` (``walk_length`` = 5) one random walk of
+     :math:`l` nodes from every node, the visited node *ids* concatenated
+     (:math:`L(L+1)/2` columns). The codes draw each step from
+     :math:`\\mathrm{softmax}(T_{u,:})` with ``T = A * pinverse(D)``, an
+     element-wise product, so :math:`T = \\mathrm{diag}(1/d)` and the walks
+     are close to uniform over the client's nodes; this is reproduced
+     as written, with a seeded generator;
+   * ``"rwpe"``: the random-walk landing probabilities
+     :math:`[P_{vv}, (P^2)_{vv}, \\dots, (P^L)_{vv}]`,
+     :math:`P = \\tilde D^{-1}\\tilde A` (a deterministic reading of
+     "topology-aware node embedding by random walks");
+
+2. node reliability of a training node :math:`v`:
+   :math:`r_v = (1 + \\sum_{u \\in N(v)} \\cos(e_v, e_u)) / (|N(v)| + 1)`;
+3. class-wise reliability :math:`\\mathrm{ckr}_k(c) = \\sum_{v \\in V_L, y_v = c} r_v`.
+
+**Each round**: clients train ``E`` epochs from the global model and upload
+their parameters and :math:`\\mathrm{ckr}_k` (OpenFGL re-sends it every
+round). The server averages the parameters (FedAvg, weights = training
+nodes), normalises the reliabilities (``reliability_normalization``:
+``"clients"``, the official code, :math:`\\varpi_k(c) = \\mathrm{ckr}_k(c) /
+\\sum_j \\mathrm{ckr}_j(c)`; ``"classes"``, OpenFGL's port,
+:math:`\\mathrm{ckr}_k(c)/\\sum_{c'}\\mathrm{ckr}_k(c')`) and runs
+``glb_epochs`` times (Sec. 4.2, "data-free distillation"):
+
+* noise :math:`z \\sim \\mathcal N(0, I)` (``num_gen`` × ``noise_dim``) and
+  labels :math:`c` (``num_gen // C`` per class, the rest to the last class);
+  the generator :class:`~fglcore.models.node_generator.NodeFeatureGenerator`
+  gives features :math:`\\hat X = G(z, c)` and the pseudo-graph is the kNN
+  graph of :math:`\\hat X` (:func:`knn_graph`, ``topk`` = 5);
+* ``it_g`` generator steps on
+  :math:`\\lambda_1 L_{sem} + L_{div} + \\lambda_2 L_{dis}` with
+  :math:`L_{sem} = \\sum_k\\sum_c \\varpi_k(c)\\,\\mathrm{CE}(f_k(\\hat X)_{c}, c)`
+  (each client model :math:`f_k` must recognise class :math:`c` on the
+  nodes generated for it), the adversarial term
+  :math:`L_{div} = -\\sum_k\\sum_c \\varpi_k(c)\\,\\overline{|f(\\hat X)_c - f_k(\\hat X)_c|}`
+  (generate where the global model :math:`f` and the reliable teachers
+  disagree) and the diversity term
+  :math:`L_{dis} = \\exp(-\\overline{d_z \\odot d_x})` (pairwise L2 noise
+  distances times L1 feature distances), once per client as in the code;
+* ``it_d`` steps of the global model on
+  :math:`\\sum_k\\sum_c \\varpi_k(c)\\,\\overline{|f(\\hat X)_c - f_k(\\hat X)_c|}`
+  (logits, ``raw_distill``), with a persistent Adam of learning rate
+  ``lr_d`` (the generator's: ``lr_g``) and ``config.weight_decay``.
+
+The distilled global model is sent to every client. The code re-runs the
+generator once per client inside a step; with ``gen_dropout = 0`` (the
+default) those outputs are identical, so one forward serves all clients
+here. The server needs each client's model, so secure aggregation cannot be
+used.
+
+**O-pFGL's protocol** (Yan et al., arXiv 2411.11304, App. A.7: "we perform
+additional fine-tuning processes on FedAvg, FedTAD, DENSE, and Co-Boost";
+digest A16): ``local_epochs_grid`` (a list) runs one round per ``E`` and
+reports the ``E`` with the best validation accuracy
+(:class:`~fglcore.algorithms.fedavg_ft.OneShotProtocol`, shared with
+``fedavg_ft``), and ``fine_tune=True`` then fine-tunes the downloaded model
+as ``fedavg_ft`` does (:data:`OPFGL_ONE_SHOT`). ``local_epochs_grid=None``
+(default) is the ordinary multi-round FedTAD (Tables 9/10: 100 rounds).
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar, Mapping, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch_geometric.utils import add_self_loops, degree, to_dense_adj
+
+from fglcore.algorithms.base import Trainer, register_algorithm
+from fglcore.algorithms.fedavg import FedAvg, FedAvgServer
+from fglcore.algorithms.fedavg_ft import (EPOCHS_GRID, ONE_SHOT_BOUNDS, ONE_SHOT_OPTIONS, FineTuneClient,
+                                          OneShotProtocol)
+from fglcore.algorithms.training import client_seed
+from fglcore.checks import POSITIVE, Bounds
+from fglcore.config import ConfigError
+from fglcore.fl.engine import Client, Payload
+from fglcore.fl.parameters import load_payload, module_payload, weighted_mean
+from fglcore.models import build_model
+from fglcore.models.node_generator import NodeFeatureGenerator
+
+TOPOLOGY_EMBEDDINGS = ("code", "rwpe")
+NORMALIZATIONS = ("clients", "classes")
+RELIABILITY = "fedtad.ckr"
+
+OPFGL_ONE_SHOT: dict[str, Any] = {"local_epochs_grid": list(EPOCHS_GRID), "fine_tune": True}
+"""FedTAD's options under O-pFGL's one-shot protocol (one round, epochs chosen on validation, fine-tuning)."""
+
+
+# --------------------------------------------------------------------------- client side
+
+
+def topology_embedding(edge_index: Tensor, num_nodes: int, walk_length: int, mode: str = "code",
+                       generator: torch.Generator | None = None) -> Tensor:
+    """Step 1: :math:`t_v` for every node (see the module docstring). Dense in the nodes, as both codes.
+
+    Shapes: ``"code"`` :math:`(N, L(L+1)/2)` (node ids as floats), ``"rwpe"`` :math:`(N, L)`.
+    """
+    looped = add_self_loops(edge_index, num_nodes=num_nodes)[0]
+    A = to_dense_adj(looped, max_num_nodes=num_nodes)[0]
+    d = A.sum(dim=1)
+    if mode == "code":
+        T = A * torch.linalg.pinv(torch.diag(d))  # element-wise, as ``A * torch.pinverse(D)``
+        probs = F.softmax(T, dim=1)
+        walks = []
+        for length in range(1, walk_length + 1):
+            current = torch.arange(num_nodes)
+            walk = [current]
+            for _ in range(length - 1):
+                current = torch.multinomial(probs[current], 1, generator=generator).view(-1)
+                walk.append(current)
+            walks.append(torch.stack(walk, dim=1))
+        return torch.cat(walks, dim=1).to(torch.float32)
+    if mode == "rwpe":
+        P = A / d.clamp(min=1).view(-1, 1)
+        power, columns = torch.eye(num_nodes), []
+        for _ in range(walk_length):
+            power = power @ P
+            columns.append(power.diagonal())
+        return torch.stack(columns, dim=1)
+    raise ValueError(f"unknown topology embedding {mode!r}; accepted: {', '.join(TOPOLOGY_EMBEDDINGS)}")
+
+
+def class_reliability(embedding: Tensor, edge_index: Tensor, y: Tensor, train_mask: Tensor,
+                      num_classes: int) -> Tensor:
+    """Steps 2-3: :math:`\\mathrm{ckr}(c) = \\sum_{v\\in V_L, y_v=c} (1 + \\sum_{u\\in N(v)}\\cos(e_v,e_u))/(|N(v)|+1)`.
+
+    :math:`N(v)` are the targets of ``v``'s edges (as the codes walk
+    ``edge_index``). Shape :math:`(C,)`, ``float64``.
+    """
+    n = embedding.size(0)
+    source, target = edge_index
+    cos = F.cosine_similarity(embedding[source].double(), embedding[target].double(), dim=1)
+    total = torch.zeros(n, dtype=torch.float64).index_add(0, source, cos)
+    r = (1.0 + total) / (degree(source, n, dtype=torch.float64) + 1.0)
+    return torch.zeros(num_classes, dtype=torch.float64).index_add(0, y[train_mask], r[train_mask])
+
+
+def normalize_reliability(ckr: Tensor, mode: str = "clients") -> Tensor:
+    """:math:`\\varpi` from the clients' :math:`\\mathrm{ckr}` (:math:`K\\times C`); a zero sum gives 0."""
+    if mode not in NORMALIZATIONS:
+        raise ValueError(f"unknown reliability normalization {mode!r}; accepted: {', '.join(NORMALIZATIONS)}")
+    total = ckr.sum(dim=0, keepdim=True) if mode == "clients" else ckr.sum(dim=1, keepdim=True)
+    return torch.where(total > 0, ckr / torch.where(total > 0, total, torch.ones_like(total)), torch.zeros_like(ckr))
+
+
+# --------------------------------------------------------------------------- server side
+
+
+def knn_graph(x: Tensor, k: int = 5) -> Tensor:
+    """FedTAD's ``construct_graph``: each node links to the ``k`` rows of largest cosine similarity (itself
+    among them), the links are made undirected, and every node keeps one self-loop. No gradient flows
+    through the edges. Shapes: ``x`` :math:`(n, F)` -> ``edge_index`` :math:`(2, E)`."""
+    n = x.size(0)
+    if not 1 <= k <= n:
+        raise ValueError(f"knn_graph: k must be between 1 and the number of nodes ({n}), got {k}")
+    with torch.no_grad():
+        unit = F.normalize(x.detach(), p=2, dim=1)
+        nearest = (unit @ unit.t()).topk(k, dim=1).indices
+        adj = torch.zeros(n, n, dtype=torch.bool, device=x.device)
+        adj[torch.arange(n, device=x.device).repeat_interleave(k), nearest.reshape(-1)] = True
+        adj |= adj.t().clone()
+        adj.fill_diagonal_(True)
+        return adj.nonzero().t().contiguous()
+
+
+def diversity_loss(z: Tensor, x: Tensor) -> Tensor:
+    """The codes' ``DiversityLoss(metric='l1')``: :math:`\\exp(-\\mathrm{mean}_{ij}\\, d_z(i,j)\\, d_x(i,j))` with
+    :math:`d_z` the mean squared noise difference and :math:`d_x` the mean absolute feature difference."""
+    dz = torch.cdist(z, z, p=2).pow(2) / z.size(1)
+    dx = torch.cdist(x, x, p=1) / x.size(1)
+    return torch.exp(torch.mean(-dz * dx))
+
+
+def generated_labels(num_gen: int, num_classes: int) -> Tensor:
+    """``num_gen // C`` labels per class in class order, the remainder to the last class (the codes' ``c``)."""
+    counts = [num_gen // num_classes] * num_classes
+    counts[-1] += num_gen - sum(counts)
+    return torch.repeat_interleave(torch.arange(num_classes), torch.tensor(counts))
+
+
+def weighted_l1(student: Tensor, teacher: Tensor, labels: Tensor, weights: Tensor) -> Tensor:
+    """:math:`\\sum_c w_c\\,\\mathrm{mean}_{i: c_i = c}\\mathrm{mean}_j |s_{ij} - t_{ij}|` (the codes' per-class loop)."""
+    per_node = (student - teacher).abs().mean(dim=1)
+    num_classes = weights.numel()
+    sums = torch.zeros(num_classes, dtype=per_node.dtype, device=per_node.device).index_add(0, labels, per_node)
+    counts = torch.bincount(labels, minlength=num_classes).to(per_node.dtype)
+    return (weights.to(per_node.dtype) * sums / counts).sum()
+
+
+def weighted_cross_entropy(logits: Tensor, labels: Tensor, weights: Tensor) -> Tensor:
+    """:math:`\\sum_c w_c\\,\\mathrm{CE}(\\text{logits of class-}c\\text{ nodes}, c)` (mean within each class)."""
+    per_node = F.cross_entropy(logits, labels, reduction="none")
+    num_classes = weights.numel()
+    sums = torch.zeros(num_classes, dtype=per_node.dtype, device=per_node.device).index_add(0, labels, per_node)
+    counts = torch.bincount(labels, minlength=num_classes).to(per_node.dtype)
+    return (weights.to(per_node.dtype) * sums / counts).sum()
+
+
+class FedTADServer(FedAvgServer):
+    """FedAvg's mean, then data-free distillation of the clients' models into it (module docstring)."""
+
+    def __init__(self, parameters: dict[str, Tensor], student: nn.Module, teachers: Sequence[nn.Module],
+                 num_classes: int, num_features: int, options: Mapping[str, Any], weight_decay: float, seed: int,
+                 opening: bool):
+        super().__init__(parameters)
+        o = self.options = dict(options)
+        self.opening = opening
+        self.student, self.teachers = student, list(teachers)
+        for teacher in self.teachers:
+            teacher.requires_grad_(False)
+        device = next(student.parameters()).device
+        self.rng = torch.Generator(device=device).manual_seed(seed)
+        with torch.random.fork_rng(devices=[]):  # the generator's initialisation, without touching the global RNG
+            torch.manual_seed(seed)
+            self.generator = NodeFeatureGenerator(o["noise_dim"], num_classes, num_features,
+                                                  dropout=o["gen_dropout"]).to(device)
+        self.generator_optimizer = torch.optim.Adam(self.generator.parameters(), lr=o["lr_g"],
+                                                    weight_decay=weight_decay)
+        self.student_optimizer = torch.optim.Adam(self.student.parameters(), lr=o["lr_d"], weight_decay=weight_decay)
+        self.labels = generated_labels(o["num_gen"], num_classes).to(device)
+        self.history: list[dict[str, float]] = []
+
+    def aggregate(self, updates: Mapping[int, Payload], weights: Mapping[int, float], round: int) -> None:
+        order = list(updates)
+        models = [{k: v for k, v in updates[c].items() if k in self.parameters} for c in order]
+        self.parameters = weighted_mean(models, [weights[c] for c in order])
+        ckr = torch.stack([updates[c][RELIABILITY].double() for c in order])
+        for teacher, model in zip(self.teachers, models):
+            load_payload(teacher, model)
+        load_payload(self.student, self.parameters)
+        self.distill(self.teachers[:len(order)], normalize_reliability(ckr, self.options["reliability_normalization"]))
+        self.parameters = {k: v.detach().clone() for k, v in module_payload(self.student).items()
+                           if k in self.parameters}
+
+    def distill(self, teachers: Sequence[nn.Module], reliability: Tensor) -> None:
+        """``glb_epochs`` rounds of generator steps then global-model steps (module docstring)."""
+        o, c = self.options, self.labels
+        reliability = reliability.to(c.device)
+        for teacher in teachers:
+            teacher.eval()
+        for _ in range(o["glb_epochs"]):
+            z = torch.randn(o["num_gen"], o["noise_dim"], generator=self.rng, device=c.device)
+            self.generator.train()
+            self.student.eval()
+            for _ in range(o["it_g"]):
+                self.generator_optimizer.zero_grad(set_to_none=True)
+                x = self.generator(z, c)
+                edges = knn_graph(x, o["topk"])
+                student_out = self.student(x, edges)
+                semantic = diverge = torch.zeros((), device=c.device)
+                for k, teacher in enumerate(teachers):
+                    teacher_out = teacher(x, edges)
+                    semantic = semantic + weighted_cross_entropy(teacher_out, c, reliability[k])
+                    diverge = diverge - weighted_l1(student_out, teacher_out.detach(), c, reliability[k])
+                spread = len(teachers) * diversity_loss(z, x)
+                generator_loss = o["lam1"] * semantic + diverge + o["lam2"] * spread
+                generator_loss.backward()
+                self.generator_optimizer.step()
+            self.generator.eval()
+            self.student.train()
+            with torch.no_grad():
+                x = self.generator(z, c)
+                edges = knn_graph(x, o["topk"])
+                targets = [teacher(x, edges) for teacher in teachers]
+            for _ in range(o["it_d"]):
+                self.student_optimizer.zero_grad(set_to_none=True)
+                out = self.student(x, edges)
+                loss = sum(weighted_l1(out, t, c, reliability[k]) for k, t in enumerate(targets))
+                loss.backward()
+                self.student_optimizer.step()
+            self.history.append({"generator_loss": float(generator_loss.detach()), "semantic_loss": float(semantic.detach()),
+                                 "distill_loss": float(loss.detach())})
+        self.student.eval()
+
+    def payload_for(self, client: Client, round: int) -> Payload | None:
+        if round == 1 and not self.opening:
+            return None
+        return super().payload_for(client, round)
+
+
+class FedTADClient(FineTuneClient):
+    """A FedAvg client that also uploads its class-wise knowledge reliability (computed once)."""
+
+    def __init__(self, cid: int, trainer: Trainer, epochs: int, shared: Sequence[str], num_nodes: int,
+                 reliability: Tensor):
+        super().__init__(cid, trainer, epochs, shared, num_nodes)
+        self.reliability = reliability
+
+    def upload(self) -> Payload:
+        return {**super().upload(), RELIABILITY: self.reliability.to(torch.float32)}
+
+
+@register_algorithm
+class FedTAD(OneShotProtocol, FedAvg):
+    """FedTAD (Zhu et al., IJCAI 2024): FedAvg, then server-side data-free distillation of the clients' models,
+    weighted by class-wise knowledge reliability; options and readings in :mod:`fglcore.algorithms.fedtad`."""
+
+    name = "fedtad"
+    tasks = ("node",)
+    citation = ("Zhu et al., FedTAD: Topology-aware Data-free Knowledge Distillation for Subgraph Federated "
+                "Learning, IJCAI 2024")
+    secure_aggregation_unsupported = ("the server distils from every client's own model, weighted by that client's "
+                                      "class reliability, so it needs the individual uploads")
+    one_shot_optional = True
+    default_options: ClassVar[dict[str, Any]] = {
+        "topology_embedding": "code", "walk_length": 5, "reliability_normalization": "clients",
+        "topk": 5, "num_gen": 100, "noise_dim": 32, "gen_dropout": 0.0, "glb_epochs": 5, "it_g": 1, "it_d": 5,
+        "lr_g": 1e-3, "lr_d": 1e-3, "lam1": 1.0, "lam2": 1.0, "reset_optimizer": False,
+        **ONE_SHOT_OPTIONS, "local_epochs_grid": None, "fine_tune": False,
+    }
+    option_choices = {"topology_embedding": TOPOLOGY_EMBEDDINGS, "reliability_normalization": NORMALIZATIONS}
+    option_bounds = {**ONE_SHOT_BOUNDS, **dict.fromkeys(("walk_length", "topk", "num_gen", "noise_dim", "glb_epochs",
+                                                        "it_g", "it_d"), POSITIVE),
+                     "gen_dropout": Bounds(minimum=0, maximum=1, below=1), "lr_g": Bounds(above=0),
+                     "lr_d": Bounds(above=0), "lam1": Bounds(minimum=0), "lam2": Bounds(minimum=0)}
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
+        merged = super().check_options(options)
+        if merged["topk"] > merged["num_gen"]:
+            raise ConfigError(f"algorithm_options.topk: {merged['topk']} is not accepted; accepted: at most "
+                              f"num_gen ({merged['num_gen']}), the number of generated nodes")
+        return merged
+
+    def shared_names(self, models: Sequence[nn.Module]) -> list[str]:
+        return [name for name, _ in models[0].named_parameters()]
+
+    def fine_tunes(self) -> bool:
+        return self.options["fine_tune"]
+
+    def server_model(self) -> nn.Module:
+        """A model of the clients' architecture that is not bound to a graph (it runs on pseudo-graphs); its
+        initial weights are overwritten by the uploads, and building it leaves the global RNG alone."""
+        c = self.config
+        in_channels, out_channels = self.client_dims()[0]
+        return build_model(c.model, in_channels, c.hidden, out_channels, num_layers=c.num_layers,
+                           dropout=c.dropout, task="node", cached=False, seed=c.seed).to(self.device)
+
+    def make_server(self, parameters: dict[str, Tensor]) -> FedTADServer:
+        if self.options["num_gen"] < self.num_classes:
+            raise ConfigError(f"algorithm_options.num_gen: {self.options['num_gen']} is not accepted; accepted: at "
+                              f"least the number of classes ({self.num_classes}), one generated node per class")
+        teachers = [self.server_model() for _ in self.clients_data]
+        in_channels, _ = self.client_dims()[0]
+        return FedTADServer(parameters, self.server_model(), teachers, self.num_classes, in_channels, self.options,
+                            self.config.weight_decay, self.config.seed, self.opening_broadcast())
+
+    def reliability(self, cid: int) -> Tensor:
+        """Client ``cid``'s :math:`\\mathrm{ckr}` (steps 1-3), from its own data and a seed of its own."""
+        data, o = self.clients_data[cid], self.options
+        generator = torch.Generator().manual_seed(client_seed(self.config.seed, cid))
+        walks = topology_embedding(data.edge_index, data.num_nodes, o["walk_length"], o["topology_embedding"],
+                                   generator)
+        x = data.x.to_dense() if data.x.is_sparse else data.x
+        embedding = torch.cat([x.to(torch.float32), walks], dim=1)
+        return class_reliability(embedding, data.edge_index, data.y, data.train_mask, self.num_classes)
+
+    def make_client(self, cid: int, trainer: Trainer, shared: Sequence[str]) -> FedTADClient:
+        client = FedTADClient(cid, trainer, self.local_epochs, shared, int(self.clients_data[cid].num_nodes),
+                              self.reliability(cid))
+        client.reset_optimizer = self.options["reset_optimizer"]
+        return client
