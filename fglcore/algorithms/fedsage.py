@@ -4,7 +4,8 @@ Zhang et al., "Subgraph Federated Learning with Missing Neighbor Generation",
 NeurIPS 2021: *FedSage* trains GraphSAGE (Hamilton et al., NeurIPS 2017,
 Eq. 1 / Alg. 1 with the mean aggregator) on every client's data under
 FedAvg (McMahan et al., AISTATS 2017, Alg. 1); *FedSage+* adds a generator
-of missing neighbours, which is **not** implemented here.
+of missing neighbours: that is :mod:`fglcore.algorithms.fedsage_plus`
+(``fedsage_plus``, this class run on the mended graphs).
 
 This is the FedSage baseline exactly as FedStar ran it (Tan et al., AAAI
 2023, App. A.2: "A three-layer GraphSage model is trained under the FedAvg

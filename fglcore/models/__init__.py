@@ -48,6 +48,8 @@ file                       holds
 ``masked_gcn.py``          FED-PUB's :class:`~fglcore.models.masked_gcn.MaskedGCN`
 ``masked_gcn_conv.py``     FED-PUB's :class:`~fglcore.models.masked_gcn_conv.MaskedGCNConv`
 ``masked_linear.py``       FED-PUB's :class:`~fglcore.models.masked_linear.MaskedLinear`
+``neighgen.py``            FedSage+'s missing-neighbour generator :class:`~fglcore.models.neighgen.NeighGen`
+``feature_generator.py``   its fGen :class:`~fglcore.models.feature_generator.FeatureGenerator`
 =========================  =================================================================
 
 ``operators.py`` (CSR message passing), ``sparse_input.py`` (sparse first
