@@ -46,6 +46,7 @@ PLANS: dict[str, str] = {
     "fedstar/2_method": "fglcore.papers.fedstar.method:plan",
     "fedstar/3_results": "fglcore.papers.fedstar.tables:results_plan",
     "fedstar/4_ablations": "fglcore.papers.fedstar.tables:ablations_plan",
+    "fedstruct/2_method": "fglcore.papers.fedstruct.method:plan",
     "fedstruct/3_results": "fglcore.papers.fedstruct.tables:results_plan",
 }
 """Each notebook's plan: the library function its cells call to build everything it will run (configs,
