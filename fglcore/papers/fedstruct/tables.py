@@ -62,6 +62,10 @@ PAPER_DATASETS = ["Cora", "CiteSeer", "PubMed", "Chameleon", "Photo", "Amazon-ra
 """Table 2's datasets, in its column order."""
 TABLE2_CLIENTS = [5, 10, 20]
 
+MLP_LAYERS: dict[str, list[int]] = {
+    "Cora": [256], "CiteSeer": [64], "PubMed": [64], "Chameleon": [128, 64], "Photo": [64], "Amazon-ratings": [64],
+}
+"""Hidden widths of the MLP baselines in the official code (``paper.yaml`` settings.baselines.mlp)."""
 GNN_LAYERS: dict[str, list[int]] = {
     "Cora": [128, 64], "CiteSeer": [128, 64], "PubMed": [256, 256], "Chameleon": [128, 64, 32],
     "Photo": [256, 128], "Amazon-ratings": [256, 256, 128],
@@ -83,6 +87,8 @@ class Row:
 
 ROWS: dict[str, Row] = {
     "central": Row("Central GNN", "central", "sage"),
+    "central_union": Row("Central GNN, cross-client edges dropped", "central", "sage", {"graph": "union"},
+                         "graph=union"),
     "fedsgd": Row("FedSGD GNN", "fedsgd", "sage"),
     "fedsage_plus": Row("FedSage+", "fedsage_plus", "sage"),
     "fedpub": Row("FedPub", "fedpub", None),
@@ -94,8 +100,20 @@ ROWS: dict[str, Row] = {
     "fedstruct_h2v_f": Row("FedStruct (H2V)-F", "fedstruct", "decoupled_gcn", {"nsf": "h2v", "pruning": "none"},
                            "nsf=h2v, pruning=none"),
     "local": Row("Local GNN", "local", "sage"),
+    # Table 6's further baselines (DGCN baselines need the decoupled GCN's depth as a config field: not run)
+    "central_mlp": Row("Central MLP", "central", "mlp"),
+    "fedavg": Row("FedAvg GNN", "fedavg", "sage"),
+    "fedavg_mlp": Row("FedAvg MLP", "fedavg", "mlp"),
+    "fedsgd_mlp": Row("FedSGD MLP", "fedsgd", "mlp"),
+    "local_mlp": Row("Local MLP", "local", "mlp"),
+    # Table 7's unpruned variants
+    "fedstruct_deg_f": Row("FedStruct (Deg)-F", "fedstruct", "decoupled_gcn", {"nsf": "deg", "pruning": "none"},
+                           "nsf=deg, pruning=none"),
+    "fedstruct_fedstar_f": Row("FedStruct (Fed⋆)-F", "fedstruct", "decoupled_gcn",
+                               {"nsf": "fedstar", "pruning": "none"}, "nsf=fedstar, pruning=none"),
 }
-"""Table 2's rows in its order (plus FedGCN-1hop of Table 6), by row id."""
+"""Table 2's rows in its order (plus FedGCN-1hop of Table 6, and the central model on the clients' subgraphs
+without their cross edges, for the motivation), by row id."""
 TABLE2_ROWS = ["central", "fedsgd", "fedsage_plus", "fedpub", "fedgcn_2hop", "fedstruct_deg", "fedstruct_fedstar",
                "fedstruct_h2v", "fedstruct_h2v_f", "local"]
 
@@ -141,8 +159,8 @@ def row_fields(row_id: str, dataset: str) -> dict[str, Any]:
         model = row.model
         if model is None:
             model = getattr(ALGORITHMS.get(row.algorithm), "default_model", FEDPUB_MODEL)
-        sizes = GNN_LAYERS[dataset]
-        fields.update(model=model, hidden=int(sizes[0]), num_layers=len(sizes))
+        sizes = MLP_LAYERS[dataset] if model == "mlp" else GNN_LAYERS[dataset]
+        fields.update(model=model, hidden=int(sizes[0]), num_layers=len(sizes) + (model == "mlp"))
     return fields
 
 
@@ -259,12 +277,25 @@ def results_plan(datasets: Sequence[str], num_clients: Sequence[int], methods: S
 # ----------------------------------------------------------------------------- layouts
 
 
-def row_label(method: str, setting: str) -> str:
-    """The paper's row name of a (method, setting) pair, e.g. ``("fedstruct", "nsf=h2v")`` -> ``FedStruct (H2V)``."""
+EXTRA_TOKENS = ("cap=", "train=")
+"""Setting tokens that name a cell's partition option or label fraction, not the row (``paper.yaml`` notes)."""
+
+
+def row_setting(setting: str) -> str:
+    """``setting`` without the cell tokens :data:`EXTRA_TOKENS`: ``"nsf=h2v, cap=plus"`` -> ``"nsf=h2v"``."""
+    parts = [p.strip() for p in str(setting or "").split(",") if p.strip()]
+    return ", ".join(p for p in parts if not p.startswith(EXTRA_TOKENS))
+
+
+def row_label(method: str, setting: str, model: str | None = None) -> str:
+    """The paper's row name of a (method, setting, model), e.g. ``("fedstruct", "nsf=h2v")`` -> ``FedStruct (H2V)``;
+    cell tokens (``cap=plus``, ``train=0.05``) are ignored, ``model`` tells GNN from MLP rows."""
+    setting = row_setting(setting)
     for row in ROWS.values():
-        if row.algorithm == method and row.setting == (setting or ""):
+        if row.algorithm == method and row.setting == setting and (
+                model is None or row.model is None or row.model == model or not isinstance(model, str) or not model):
             return row.label
-    return f"{method} [{setting}]" if setting else method
+    return f"{method} {model} [{setting}]" if setting else f"{method} {model or ''}".strip()
 
 
 def _row_order(labels: Iterable[str]) -> list[str]:
@@ -272,48 +303,59 @@ def _row_order(labels: Iterable[str]) -> list[str]:
     return sorted(dict.fromkeys(labels), key=lambda label: order.get(label, len(order)))
 
 
-def layout(results: pd.DataFrame, table: str = "2") -> pd.DataFrame:
+def layout(results: pd.DataFrame, table: str = "2", column: str = "num_clients") -> pd.DataFrame:
     """Our cells of ``table`` (mean ± population std over seeds, as ``paper.yaml`` declares) in the paper's layout:
-    one row per method, one column per (dataset, clients); Central GNN in every column of its dataset."""
+    one row per method, one column per (dataset, ``column``: ``num_clients`` or ``partition``); Central rows in
+    every column of their dataset."""
     frame = results[results["table"] == table] if "table" in results else results
     cells = ours_cells(frame, PAPER, metrics=["accuracy"])
     if cells.empty:
         return pd.DataFrame()
-    cells["row"] = [row_label(m, s) for m, s in zip(cells["method"], cells["setting"])]
+    cells["row"] = [row_label(m, s, md) for m, s, md in zip(cells["method"], cells["setting"], cells["model"])]
     cells["cell"] = [format_mean_std(m, s) for m, s in zip(cells["mean"], cells["std"])]
-    clients = sorted(set(cells.loc[cells["method"] != "central", "num_clients"])) or sorted(set(cells["num_clients"]))
+    central = cells["method"] == "central"
+    values = list(dict.fromkeys(cells.loc[~central, column])) or list(dict.fromkeys(cells[column]))
+    name = "clients" if column == "num_clients" else column
     rows = []
     for _, c in cells.iterrows():
-        for k in (clients if c["method"] == "central" else [c["num_clients"]]):
-            rows.append({"row": c["row"], "dataset": c["dataset"], "clients": int(k), "cell": c["cell"]})
-    out = pd.DataFrame(rows).pivot_table(index="row", columns=["dataset", "clients"], values="cell",
+        for v in (values if c["method"] == "central" and row_setting(c["setting"]) == "" else [c[column]]):
+            rows.append({"row": c["row"], "dataset": c["dataset"], name: v, "cell": c["cell"]})
+    out = pd.DataFrame(rows).pivot_table(index="row", columns=["dataset", name], values="cell",
                                          aggfunc="first", sort=False)
     return out.loc[_row_order(out.index)].fillna("—")
 
 
-def paper_table(table: str = "2", datasets: Sequence[str] | None = None) -> pd.DataFrame:
+def paper_table(table: str = "2", datasets: Sequence[str] | None = None, column: str = "num_clients") -> pd.DataFrame:
     """The paper's own numbers of ``table`` (``paper.yaml``) in the layout of :func:`layout`."""
     entries = paper_entries(PAPER, table)
     if datasets is not None:
         entries = entries[entries["dataset"].isin(list(datasets))]
+    every = {"num_clients": TABLE2_CLIENTS, "partition": ["louvain", "random", "kmeans"]}[column]
+    name = "clients" if column == "num_clients" else column
     rows = []
     for _, e in entries.iterrows():
         setting = e["setting"] if isinstance(e["setting"], str) else ""
         cell = format_mean_std(e["mean"], e["std"])
-        label = row_label(e["method"], setting)
-        for k in ([int(e["num_clients"])] if pd.notna(e["num_clients"]) else TABLE2_CLIENTS):
-            rows.append({"row": label, "dataset": e["dataset"], "clients": k, "cell": cell})
-    out = pd.DataFrame(rows).pivot_table(index="row", columns=["dataset", "clients"], values="cell",
+        label = row_label(e["method"], setting, e["model"] if isinstance(e["model"], str) else None)
+        value = e[column]
+        for v in ([int(value) if column == "num_clients" else value] if pd.notna(value) and value != "" else every):
+            rows.append({"row": label, "dataset": e["dataset"], name: v, "cell": cell})
+    out = pd.DataFrame(rows).pivot_table(index="row", columns=["dataset", name], values="cell",
                                          aggfunc="first", sort=False)
     return out.loc[_row_order(out.index)]
 
 
-def labelled(comparison: pd.DataFrame) -> pd.DataFrame:
+def labelled(comparison: pd.DataFrame, column: str = "num_clients") -> pd.DataFrame:
     """A :func:`fglcore.compare.compare` frame with the paper's row names and a ``column`` = ``"<dataset> K=<k>"``."""
     frame = comparison.copy()
-    frame["row"] = [row_label(m, s if isinstance(s, str) else "") for m, s in zip(frame["method"], frame["setting"])]
-    frame["column"] = [f"{d} K={int(k)}" if pd.notna(k) else f"{d} (all K)"
-                       for d, k in zip(frame["dataset"], frame["num_clients"])]
+    frame["row"] = [row_label(m, s if isinstance(s, str) else "", md if isinstance(md, str) else None)
+                    for m, s, md in zip(frame["method"], frame["setting"], frame["model"])]
+    if column == "num_clients":
+        frame["column"] = [f"{d} K={int(k)}" if pd.notna(k) else f"{d} (all K)"
+                           for d, k in zip(frame["dataset"], frame["num_clients"])]
+    else:
+        frame["column"] = [f"{d} {v}" if isinstance(v, str) and v else f"{d} (all)"
+                           for d, v in zip(frame["dataset"], frame[column])]
     return frame
 
 
@@ -349,3 +391,93 @@ def cost_projection(configs: Sequence[ExperimentConfig], run_log: pd.DataFrame,
                      "seconds": round(secs, 2), "paper rounds": int(t5["epochs"]),
                      "projected hours": round(secs / c.rounds * int(t5["epochs"]) * cells * seeds / 3600, 2)})
     return pd.DataFrame(rows, columns=["dataset", "row", "rounds timed", "seconds", "paper rounds", "projected hours"])
+
+
+# ----------------------------------------------------------------------------- the appendix tables
+
+TABLE6_ROWS = ["central", "central_mlp", "fedavg", "fedsgd", "fedavg_mlp", "fedsgd_mlp", "fedsage_plus", "fedpub",
+               "fedgcn_1hop", "fedgcn_2hop", "fedstruct_deg", "fedstruct_fedstar", "fedstruct_h2v", "fedstruct_h2v_f",
+               "local", "local_mlp"]
+"""Table 6's rows (App. F.1) that we can run or list; its DGCN baselines are not run (see :data:`ROWS`)."""
+TABLE7_ROWS = ["fedstruct_deg", "fedstruct_fedstar", "fedstruct_h2v", "fedstruct_deg_f", "fedstruct_fedstar_f",
+               "fedstruct_h2v_f"]
+"""Table 7's FedStruct rows, pruned (p = 30) and full ("-F")."""
+PARTITION_OPTIONS: dict[str, dict[str, Any]] = {"louvain": {"cap": "plus"}, "random": {}, "kmeans": {}}
+"""FedStruct's partitioners with its options (``paper.yaml`` settings.partitions); Louvain cells add ``cap=plus``."""
+FIG4C_ROWS = ["fedsgd", "fedpub", "fedgcn_2hop", "fedstruct_deg", "fedstruct_fedstar", "fedstruct_h2v"]
+"""Fig. 4(c)'s curves (Chameleon, random partition, 5-50 clients)."""
+
+
+def with_tokens(setting: str, *tokens: str) -> str:
+    """``"nsf=h2v"`` plus ``"cap=plus"`` -> ``"nsf=h2v, cap=plus"`` (empty parts left out)."""
+    return ", ".join(part for part in (setting, *tokens) if part)
+
+
+def partition_configs(table: str, datasets: Iterable[str], partitions: Iterable[str], row_ids: Iterable[str],
+                      seeds: Iterable[int], rounds: int = 0, num_clients: Iterable[int] = (10,),
+                      train: float | None = None) -> list[ExperimentConfig]:
+    """``table``'s runs: every implemented row × dataset × partitioner × number of clients × seed.
+
+    Louvain cells use ``cap="plus"`` and add the token ``cap=plus`` to the setting; ``train`` (Fig. 4(a), 6)
+    sets the split to ``train / 0.1 / 0.9 - train`` and adds ``train=<fraction>``. Central rows run once per
+    dataset (on the first partitioner and number of clients: they do not depend on it).
+    """
+    run, _ = split_rows(row_ids)
+    partitions, num_clients, seeds = list(partitions), list(num_clients), list(seeds)
+    for p in partitions:
+        if p not in PARTITION_OPTIONS:
+            raise ConfigError(f"partitions: {p!r} is not accepted; accepted: {', '.join(PARTITION_OPTIONS)}")
+    configs = []
+    for dataset in datasets:
+        for row_id in run:
+            fields = row_fields(row_id, dataset)
+            if rounds:
+                fields["rounds"] = int(rounds)
+            central = ROWS[row_id].algorithm == "central" and not ROWS[row_id].options
+            for partition in partitions[:1] if central else partitions:
+                for k in num_clients[:1] if central else num_clients:
+                    setting = with_tokens(fields["setting"], "cap=plus" if partition == "louvain" and not central else "",
+                                          f"train={train:g}" if train is not None else "")
+                    extra = {"split_ratios": [train, 0.1, round(0.9 - train, 10)]} if train is not None else {}
+                    for seed in seeds:
+                        configs.append(ExperimentConfig.from_dict({
+                            **PROTOCOL, **fields, **extra, "table": table, "dataset": dataset, "partition": partition,
+                            "partition_options": PARTITION_OPTIONS[partition], "num_clients": int(k),
+                            "setting": setting, "seed": int(seed), "evaluate_every": fields["rounds"]}))
+    return configs
+
+
+def ablations_plan(datasets: Sequence[str], partitions: Sequence[str], table6_methods: Sequence[str],
+                   table7_methods: Sequence[str], seeds: Sequence[int], rounds: int, fig4c_dataset: str,
+                   fig4c_clients: Sequence[int], fig4c_methods: Sequence[str]) -> dict[str, Any]:
+    """What ``notebooks/fedstruct/4_ablations`` runs: ``{"ready", "table6", "table7", "fig4c", "not_implemented"}``.
+
+    Tables 6 and 7: 10 clients, every available dataset of ``datasets`` × ``partitions``; Fig. 4(c): the
+    FedStruct and baseline curves over ``fig4c_clients`` on ``fig4c_dataset``, random partition. Called by
+    the notebook and by ``fgl run``.
+    """
+    from fglcore import experiment
+    from fglcore.checks import NON_NEGATIVE, POSITIVE
+
+    experiment.check_lists(datasets=datasets, partitions=partitions, seeds=seeds)
+    experiment.check_datasets("datasets", datasets, "node")
+    experiment.check_datasets("fig4c_dataset", fig4c_dataset, "node")
+    NON_NEGATIVE.check("parameter 'rounds'", rounds)
+    POSITIVE.check("parameter 'fig4c_clients'", list(fig4c_clients))
+    ready = dataset_availability(datasets).query("available")["dataset"].tolist()
+    missing_rows: list[str] = []
+    for name, rows_ in (("table6_methods", table6_methods), ("table7_methods", table7_methods),
+                        ("fig4c_methods", fig4c_methods)):
+        with experiment.parameters_named({"algorithm": name}):
+            missing_rows += split_rows(rows_)[1]
+    common = {"seed": "seeds", "dataset": "datasets", "rounds": "rounds", "partition": "partitions"}
+    with experiment.parameters_named({**common, "algorithm": "table6_methods"}):
+        table6 = partition_configs("6", ready, partitions, table6_methods, seeds, rounds)
+    with experiment.parameters_named({**common, "algorithm": "table7_methods"}):
+        table7 = partition_configs("7", ready, partitions, table7_methods, seeds, rounds)
+    fig4c_ready = dataset_availability([fig4c_dataset]).query("available")["dataset"].tolist()
+    with experiment.parameters_named({**common, "algorithm": "fig4c_methods", "num_clients": "fig4c_clients",
+                                      "dataset": "fig4c_dataset"}):
+        fig4c = partition_configs("fig4c", fig4c_ready, ["random"], fig4c_methods, seeds, rounds, fig4c_clients)
+    return {"ready": ready, "table6": table6, "table7": table7, "fig4c": fig4c,
+            "not_implemented": list(dict.fromkeys(missing_rows))}
