@@ -73,7 +73,7 @@ def test_labels_and_plans():
     assert ft.row_label("fedsgd", "", "sage") == "FedSGD GNN"
     plan = ft.results_plan(["Cora", "Amazon-ratings"], [5], ["central", "fedstruct_h2v"], [0], 2, ["Photo"],
                            ["fedstruct_h2v"], 1)
-    assert plan["missing"] == ["Amazon-ratings"] and len(plan["table2"]) == 2 and len(plan["cost"]) == 1
+    assert plan["missing"] == ["Amazon-ratings"] and len(plan["table2"]) == 2 and len(plan["cost"]) == 2
     with pytest.raises(ConfigError, match="parameter 'seeds'"):
         ft.results_plan(["Cora"], [5], ["central"], [-1], 2, [], ["central"], 1)
     with pytest.raises(ConfigError, match="partitions"):

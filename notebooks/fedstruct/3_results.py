@@ -43,9 +43,9 @@ num_clients = [10]  # numbers of clients (paper: 5, 10, 20)
 methods = ["central", "fedsgd", "fedsage_plus", "fedpub", "fedgcn_2hop", "fedstruct_deg", "fedstruct_fedstar", "fedstruct_h2v", "fedstruct_h2v_f", "local"]  # Table 2 rows (ids of fglcore.papers.fedstruct.tables.ROWS)
 seeds = [0, 1]  # runs per cell, each a new split, partition and initialisation (paper: 10)
 rounds = 0  # training rounds; 0 keeps Table 5's epochs per dataset
-cost_datasets = []  # datasets on which one run per method is timed (e.g. PubMed, Photo)
+cost_datasets = []  # datasets on which each method is timed (e.g. PubMed, Photo)
 cost_methods = ["fedsgd", "fedgcn_2hop", "fedstruct_h2v", "fedstruct_h2v_f", "local"]  # rows timed
-cost_rounds = 5  # rounds of each timed run (scaled to Table 5's epochs in the projection)
+cost_rounds = 5  # rounds of the shorter timed run (the longer has twice as many)
 progress = True  # show progress bars
 
 # %%
@@ -160,10 +160,12 @@ display(compare.claims_table(compare.check_claims(results, "fedstruct", tables=[
 # %% [markdown]
 # ## 5. What a full Table 2 costs
 #
-# One run per method on the large datasets (PubMed: 19,717 nodes, 125 epochs,
-# $L_s = 20$; Photo: 7,650 nodes, 150 epochs), 10 clients, timed here and
-# projected to Table 5's epochs × 3 numbers of clients × 10 runs. On a shared
-# machine the seconds also measure the other work on it.
+# Each method on the large datasets (PubMed: 19,717 nodes, 125 epochs,
+# $L_s = 20$; Photo: 7,650 nodes, 150 epochs), 10 clients, timed twice, with
+# `cost_rounds` and twice as many rounds: the difference is the per-round
+# cost, the rest the one-off cost (loading, partitioning, FedStruct's Alg. 3,
+# FedGCN's exchange). Projected to Table 5's epochs × 3 numbers of clients × 10
+# runs. On a shared machine the seconds also measure the other work on it.
 
 # %%
 if plan["cost"]:

@@ -239,9 +239,10 @@ def results_plan(datasets: Sequence[str], num_clients: Sequence[int], methods: S
     ``ready``: the datasets of ``datasets`` available here (a missing one,
     e.g. Amazon-ratings offline, is listed in ``missing`` and its paper numbers
     are shown alone); ``not_implemented``: the rows of ``methods`` without a
-    registered algorithm; ``table2``: the configs; ``cost``: one run (seed 0,
-    10 clients, ``cost_rounds`` rounds) per implemented row of ``cost_methods``
-    on each available dataset of ``cost_datasets``, to time them. Called by the
+    registered algorithm; ``table2``: the configs; ``cost``: two runs (seed 0,
+    10 clients, ``cost_rounds`` and twice as many rounds) per implemented row of
+    ``cost_methods`` on each available dataset of ``cost_datasets``, to time them
+    (:func:`cost_projection`). Called by the
     notebook and by ``fgl run`` before the kernel starts.
     """
     from fglcore import experiment
@@ -269,7 +270,8 @@ def results_plan(datasets: Sequence[str], num_clients: Sequence[int], methods: S
         table2 = table2_configs(ready, num_clients, methods, seeds, rounds)
     cost_ready = dataset_availability(cost_datasets).query("available")["dataset"].tolist()
     with experiment.parameters_named({"dataset": "cost_datasets", "rounds": "cost_rounds", "algorithm": "cost_methods"}):
-        cost = [c for c in table2_configs(cost_ready, [10], cost_methods, [0], cost_rounds, table="cost")]
+        cost = [c for r in (cost_rounds, 2 * cost_rounds)
+                for c in table2_configs(cost_ready, [10], cost_methods, [0], r, table="cost")]
     return {"ready": ready, "missing": [d for d in datasets if d not in ready], "not_implemented": missing_rows,
             "table2": table2, "cost": cost}
 
@@ -372,25 +374,37 @@ def not_implemented_rows(row_ids: Iterable[str], datasets: Sequence[str], table:
 
 def cost_projection(configs: Sequence[ExperimentConfig], run_log: pd.DataFrame,
                     num_clients: Sequence[int] = TABLE2_CLIENTS, seeds: int = len(SEEDS)) -> pd.DataFrame:
-    """Seconds of each timed cost run (``configs``, one per dataset and row) and Table 2's projected hours on it.
+    """Seconds of the timed cost runs and Table 2's projected hours per (dataset, row).
 
-    ``run_log`` is the store's index (:meth:`fglcore.results.ResultStore.run_log`: ``config_id`` -> ``seconds``;
-    a run copied from another table has no time of its own and shows NaN). A run of ``r`` rounds is scaled
-    to Table 5's epochs, times ``len(num_clients)`` cells (Central: one) and ``seeds`` runs. The per-round
-    cost of the per-client methods grows mildly with K; the 10-client cost stands for all three.
+    ``configs`` holds, per dataset and row, runs of ``r`` and ``2r`` rounds (:func:`results_plan`); their
+    difference is the cost of ``r`` rounds, the rest of the shorter run the one-off cost (loading, partition,
+    FedStruct's Alg. 3, FedGCN's exchange). A cell costs ``one-off + per round x Table 5's epochs``, times
+    ``len(num_clients)`` cells (Central: one) and ``seeds`` runs. ``run_log`` is the store's index
+    (:meth:`fglcore.results.ResultStore.run_log`); a copied run has no time and shows NaN. The per-round cost
+    of the per-client methods grows mildly with K; the 10-client cost stands for all three.
     """
     from fglcore.results import config_id
 
     seconds = run_log.dropna(subset=["seconds"]).groupby("config_id")["seconds"].last()
-    rows = []
+    timed: dict[tuple, dict[int, float]] = {}
     for c in configs:
-        t5 = table5(c.dataset)
-        secs = float(seconds.get(config_id(c), float("nan")))
-        cells = 1 if c.algorithm == "central" else len(num_clients)
-        rows.append({"dataset": c.dataset, "row": row_label(c.algorithm, c.setting), "rounds timed": c.rounds,
-                     "seconds": round(secs, 2), "paper rounds": int(t5["epochs"]),
-                     "projected hours": round(secs / c.rounds * int(t5["epochs"]) * cells * seeds / 3600, 2)})
-    return pd.DataFrame(rows, columns=["dataset", "row", "rounds timed", "seconds", "paper rounds", "projected hours"])
+        timed.setdefault((c.dataset, c.algorithm, c.setting), {})[c.rounds] = float(
+            seconds.get(config_id(c), float("nan")))
+    rows = []
+    for (dataset, algorithm, setting), by_rounds in timed.items():
+        short, long_ = min(by_rounds), max(by_rounds)
+        per_round = (by_rounds[long_] - by_rounds[short]) / (long_ - short) if long_ > short else \
+            by_rounds[short] / short
+        per_round = max(per_round, 0.0)
+        fixed = max(by_rounds[short] - per_round * short, 0.0)
+        epochs = int(table5(dataset)["epochs"])
+        cells = 1 if algorithm == "central" else len(num_clients)
+        rows.append({"dataset": dataset, "row": row_label(algorithm, setting), "one-off s": round(fixed, 1),
+                     "s per round": round(per_round, 2), "paper rounds": epochs,
+                     "s per run": round(fixed + per_round * epochs, 1),
+                     "projected hours": round((fixed + per_round * epochs) * cells * seeds / 3600, 2)})
+    return pd.DataFrame(rows, columns=["dataset", "row", "one-off s", "s per round", "paper rounds", "s per run",
+                                       "projected hours"])
 
 
 # ----------------------------------------------------------------------------- the appendix tables
