@@ -50,6 +50,10 @@ PLANS: dict[str, str] = {
     "opfgl/2_method": "fglcore.papers.opfgl.method:method_plan",
     "opfgl/3_results": "fglcore.papers.opfgl.tables:results_plan",
     "opfgl/4_ablations": "fglcore.papers.opfgl.tables:ablations_plan",
+    "fedstruct/1_motivation": "fglcore.papers.fedstruct.motivation:plan",
+    "fedstruct/2_method": "fglcore.papers.fedstruct.method:plan",
+    "fedstruct/3_results": "fglcore.papers.fedstruct.tables:results_plan",
+    "fedstruct/4_ablations": "fglcore.papers.fedstruct.tables:ablations_plan",
 }
 """Each notebook's plan: the library function its cells call to build everything it will run (configs,
 settings, grids) from its parameters. :func:`prepare` calls the same function before the kernel starts, so

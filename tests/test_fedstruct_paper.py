@@ -21,7 +21,7 @@ from fglcore.data.partition import PARTITIONERS
 from fglcore.models import MODELS
 from fglcore.results import RESULT_COLUMNS
 
-NOT_YET_IMPLEMENTED_METHODS = {"fedgcn_1hop", "fedgcn_2hop"}
+NOT_YET_IMPLEMENTED_METHODS: set[str] = set()
 """Baselines of the paper with no algorithm in the registry yet (named so in the yaml's notes)."""
 NOT_YET_IMPLEMENTED_NSF = {"gdv", "n2v"}
 """NSF generators of App. H (Table 8, Fig. 6) that ``fedstruct`` does not offer yet."""

@@ -1,0 +1,497 @@
+"""FedStruct's results tables: the protocol, Table 5's settings, the rows of Table 2 and their grids and layouts.
+
+Aliakbari, Östman and Graell i Amat, "Decoupled Subgraph Federated Learning",
+ICLR 2025 (code ``JavadAliakbari/FedStruct``, paper-era commit f3183a1; digest
+``fedstruct.digest.md``). ``notebooks/fedstruct/3_results`` calls
+:func:`results_plan`; every configuration it returns is a validated
+:class:`~fglcore.config.ExperimentConfig` tagged ``paper="fedstruct"`` and
+with its table, so :mod:`fglcore.compare` sets it next to
+``params/fedstruct/paper.yaml``.
+
+The protocol (:data:`PROTOCOL`; paper Sec. 6, App. E-F, digest §4.2 and
+§7.2): a new uniformly random 10/10/80 split of all nodes, a new partition
+and a new initialisation in every run (``seed`` draws all three); Adam; the
+score is the client-size-weighted test accuracy at the **last** round (no
+early stopping). Per dataset, Table 5 (:func:`table5`, read from
+``paper.yaml``'s ``settings.table5``): learning rate, weight decay, epochs
+(= rounds), :math:`L`, :math:`L_s`, the widths of :math:`\\theta_f` and
+:math:`\\theta_s`; the official code's dropout (``settings.protocol.dropout``).
+
+Rows (:data:`ROWS`): Table 2's methods, each an algorithm of the registry with
+its model, options and ``setting`` label (the labels ``paper.yaml`` uses). A
+row whose algorithm is not registered (FedSage+, FedPub while their
+implementations are on other branches) is listed as *not implemented* and not
+run; it runs as soon as its algorithm is registered. FedStruct runs its
+FedSGD training as the fused simulation (``simulation="fused"``, the same
+trajectory as the per-client loop up to dropout masks, about K times cheaper;
+:mod:`fglcore.algorithms.fedstruct`). The baselines' "GNN" is GraphSAGE with
+the official hidden widths (:data:`GNN_LAYERS`): ``num_layers`` SAGE
+convolutions of the first width, the last one to the classes (the official
+model adds a linear head after its convolutions: the same receptive field).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from fglcore.compare import format_mean_std, load_paper, ours_cells, paper_entries
+from fglcore.config import ConfigError, ExperimentConfig
+
+PAPER = "fedstruct"
+
+PROTOCOL: dict[str, Any] = {
+    "paper": PAPER,
+    "partition": "random",
+    "split": "global_random",
+    "split_ratios": [0.1, 0.1, 0.8],
+    "optimizer": "adam",
+    "local_epochs": 1,
+    "selection": "last",
+    "metric_aggregation": "client_weighted",
+}
+"""Every FedStruct-table run: random partition (i.i.d. client per node), 10/10/80 split, Adam, one local step
+per round (FedAvg rows, digest item 24), last round, client-size-weighted accuracy (digest §4.2, items 10-12)."""
+
+SEEDS = list(range(10))
+"""Ten runs per cell, seeds 0-9, each a new split, partition and initialisation (digest item 11)."""
+
+PAPER_DATASETS = ["Cora", "CiteSeer", "PubMed", "Chameleon", "Photo", "Amazon-ratings"]
+"""Table 2's datasets, in its column order."""
+TABLE2_CLIENTS = [5, 10, 20]
+
+MLP_LAYERS: dict[str, list[int]] = {
+    "Cora": [256], "CiteSeer": [64], "PubMed": [64], "Chameleon": [128, 64], "Photo": [64], "Amazon-ratings": [64],
+}
+"""Hidden widths of the MLP baselines in the official code (``paper.yaml`` settings.baselines.mlp)."""
+GNN_LAYERS: dict[str, list[int]] = {
+    "Cora": [128, 64], "CiteSeer": [128, 64], "PubMed": [256, 256], "Chameleon": [128, 64, 32],
+    "Photo": [256, 128], "Amazon-ratings": [256, 256, 128],
+}
+"""Hidden widths of the baselines' GraphSAGE in the official code (``paper.yaml`` settings.baselines.gnn)."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of a FedStruct table: what the paper calls it and how we run it."""
+
+    label: str
+    algorithm: str
+    model: str | None  # None: the algorithm's own (FedPub)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    setting: str = ""
+    note: str = ""
+
+
+ROWS: dict[str, Row] = {
+    "central": Row("Central GNN", "central", "sage"),
+    "central_union": Row("Central GNN, cross-client edges dropped", "central", "sage", {"graph": "union"},
+                         "graph=union"),
+    "fedsgd": Row("FedSGD GNN", "fedsgd", "sage"),
+    "fedsage_plus": Row("FedSage+", "fedsage_plus", "sage"),
+    "fedpub": Row("FedPub", "fedpub", None),
+    "fedgcn_1hop": Row("FedGCN-1hop (†)", "fedgcn_1hop", "sage", note="not private"),
+    "fedgcn_2hop": Row("FedGCN-2hop (†)", "fedgcn_2hop", "sage", note="not private"),
+    "fedstruct_deg": Row("FedStruct (Deg)", "fedstruct", "decoupled_gcn", {"nsf": "deg"}, "nsf=deg"),
+    "fedstruct_fedstar": Row("FedStruct (Fed⋆)", "fedstruct", "decoupled_gcn", {"nsf": "fedstar"}, "nsf=fedstar"),
+    "fedstruct_h2v": Row("FedStruct (H2V)", "fedstruct", "decoupled_gcn", {"nsf": "h2v"}, "nsf=h2v"),
+    "fedstruct_h2v_f": Row("FedStruct (H2V)-F", "fedstruct", "decoupled_gcn", {"nsf": "h2v", "pruning": "none"},
+                           "nsf=h2v, pruning=none"),
+    "local": Row("Local GNN", "local", "sage"),
+    # Table 6's further baselines (DGCN baselines need the decoupled GCN's depth as a config field: not run)
+    "central_mlp": Row("Central MLP", "central", "mlp"),
+    "fedavg": Row("FedAvg GNN", "fedavg", "sage"),
+    "fedavg_mlp": Row("FedAvg MLP", "fedavg", "mlp"),
+    "fedsgd_mlp": Row("FedSGD MLP", "fedsgd", "mlp"),
+    "local_mlp": Row("Local MLP", "local", "mlp"),
+    # Table 7's unpruned variants
+    "fedstruct_deg_f": Row("FedStruct (Deg)-F", "fedstruct", "decoupled_gcn", {"nsf": "deg", "pruning": "none"},
+                           "nsf=deg, pruning=none"),
+    "fedstruct_fedstar_f": Row("FedStruct (Fed⋆)-F", "fedstruct", "decoupled_gcn",
+                               {"nsf": "fedstar", "pruning": "none"}, "nsf=fedstar, pruning=none"),
+}
+"""Table 2's rows in its order (plus FedGCN-1hop of Table 6, and the central model on the clients' subgraphs
+without their cross edges, for the motivation), by row id."""
+TABLE2_ROWS = ["central", "fedsgd", "fedsage_plus", "fedpub", "fedgcn_2hop", "fedstruct_deg", "fedstruct_fedstar",
+               "fedstruct_h2v", "fedstruct_h2v_f", "local"]
+
+FEDPUB_MODEL = "gcn"
+"""FedPub's rows give no model (FedPub's own masked GCN): a GCN unless the algorithm declares ``default_model``."""
+
+
+# ----------------------------------------------------------------------------- settings
+
+
+@functools.lru_cache(maxsize=1)
+def _settings() -> dict[str, Any]:
+    return load_paper(PAPER)["settings"]
+
+
+def table5(dataset: str) -> dict[str, Any]:
+    """Table 5's settings of ``dataset`` and the official dropout, from ``paper.yaml`` (``settings``)."""
+    settings = _settings()
+    rows = settings["table5"]
+    if dataset not in rows or not isinstance(rows[dataset], Mapping):
+        known = [k for k, v in rows.items() if isinstance(v, Mapping) and "lr" in v]
+        raise ConfigError(f"dataset: FedStruct's Table 5 has no settings for {dataset!r}; accepted: {', '.join(known)}")
+    return {**rows[dataset], "dropout": settings["protocol"]["dropout"][dataset]}
+
+
+def row_fields(row_id: str, dataset: str) -> dict[str, Any]:
+    """Config fields of row ``row_id`` on ``dataset``: algorithm, model, widths, dropout, options, setting."""
+    from fglcore.algorithms import ALGORITHMS
+
+    if row_id not in ROWS:
+        raise ConfigError(f"methods: {row_id!r} is not accepted; accepted: {', '.join(ROWS)}")
+    row, t5 = ROWS[row_id], table5(dataset)
+    fields: dict[str, Any] = {"algorithm": row.algorithm, "setting": row.setting, "dropout": float(t5["dropout"]),
+                              "lr": float(t5["lr"]), "weight_decay": float(t5["weight_decay"]),
+                              "rounds": int(t5["epochs"]), "algorithm_options": dict(row.options)}
+    if row.algorithm == "fedstruct":
+        theta_f, theta_s = t5["theta_f"], t5["theta_s"]
+        fields.update(model="decoupled_gcn", hidden=int(theta_f[1]), num_layers=len(theta_f) - 1)
+        fields["algorithm_options"].update(structure_hops=int(t5["L_s"]), feature_hops=int(t5["L"]),
+                                           structure_dim=int(t5["d_s"]), prune_p=int(t5["p"]),
+                                           structure_hidden=[int(h) for h in theta_s[1:-1]], simulation="fused")
+    else:
+        model = row.model
+        if model is None:
+            model = getattr(ALGORITHMS.get(row.algorithm), "default_model", FEDPUB_MODEL)
+        sizes = MLP_LAYERS[dataset] if model == "mlp" else GNN_LAYERS[dataset]
+        fields.update(model=model, hidden=int(sizes[0]), num_layers=len(sizes) + (model == "mlp"))
+    return fields
+
+
+# ----------------------------------------------------------------------------- data and rows
+
+
+def dataset_availability(datasets: Iterable[str]) -> pd.DataFrame:
+    """Per dataset: whether it is one of the paper's, whether its raw files are reachable here."""
+    from fglcore.data.datasets import dataset_status
+
+    rows = []
+    for name in datasets:
+        status = dataset_status(name).status
+        rows.append({"dataset": name, "role": "paper" if name in PAPER_DATASETS else "other", "status": status,
+                     "available": status != "missing"})
+    return pd.DataFrame(rows, columns=["dataset", "role", "status", "available"])
+
+
+def split_rows(row_ids: Iterable[str]) -> tuple[list[str], list[str]]:
+    """``row_ids`` split into those whose algorithm is registered (run) and those not implemented (yet)."""
+    from fglcore.algorithms import ALGORITHMS
+
+    registered = set(ALGORITHMS.names())
+    run, missing = [], []
+    for row_id in row_ids:
+        if row_id not in ROWS:
+            raise ConfigError(f"methods: {row_id!r} is not accepted; accepted: {', '.join(ROWS)}")
+        (run if ROWS[row_id].algorithm in registered else missing).append(row_id)
+    return run, missing
+
+
+def rows_table(row_ids: Iterable[str]) -> pd.DataFrame:
+    """The rows asked for: paper label, algorithm, model, setting, and whether it is implemented here."""
+    run, _ = split_rows(row_ids)
+    return pd.DataFrame([{"row": r, "paper row": ROWS[r].label, "algorithm": ROWS[r].algorithm,
+                          "model": ROWS[r].model or "(its own)", "setting": ROWS[r].setting,
+                          "state": ("implemented" if r in run else "not implemented") +
+                                   (f"; {ROWS[r].note}" if ROWS[r].note else "")} for r in row_ids])
+
+
+# ----------------------------------------------------------------------------- grids
+
+
+def table2_configs(datasets: Iterable[str], num_clients: Iterable[int] = TABLE2_CLIENTS,
+                   row_ids: Iterable[str] = TABLE2_ROWS, seeds: Iterable[int] = SEEDS, rounds: int = 0,
+                   table: str = "2") -> list[ExperimentConfig]:
+    """Table 2 (random partition): every implemented row on every dataset and number of clients, per seed.
+
+    ``rounds`` 0 keeps Table 5's epochs per dataset, another value replaces
+    them (a quick run). Central GNN runs once per dataset (the paper prints one
+    value per dataset), on the 10-client federation when 10 is among
+    ``num_clients`` (it only fixes which clients score which nodes), else the first.
+    """
+    run, _ = split_rows(row_ids)
+    num_clients, seeds = list(num_clients), list(seeds)
+    configs = []
+    for dataset in datasets:
+        for row_id in run:
+            fields = row_fields(row_id, dataset)
+            if rounds:
+                fields["rounds"] = int(rounds)
+            counts = [10 if 10 in num_clients else num_clients[0]] if row_id == "central" else num_clients
+            for k in counts:
+                for seed in seeds:
+                    configs.append(ExperimentConfig.from_dict({
+                        **PROTOCOL, **fields, "table": table, "dataset": dataset, "num_clients": int(k),
+                        "seed": int(seed), "evaluate_every": fields["rounds"]}))
+    return configs
+
+
+def results_plan(datasets: Sequence[str], num_clients: Sequence[int], methods: Sequence[str], seeds: Sequence[int],
+                 rounds: int, cost_datasets: Sequence[str], cost_methods: Sequence[str],
+                 cost_rounds: int) -> dict[str, Any]:
+    """What ``notebooks/fedstruct/3_results`` runs: ``{"ready", "missing", "not_implemented", "table2", "cost"}``.
+
+    ``ready``: the datasets of ``datasets`` available here (a missing one,
+    e.g. Amazon-ratings offline, is listed in ``missing`` and its paper numbers
+    are shown alone); ``not_implemented``: the rows of ``methods`` without a
+    registered algorithm; ``table2``: the configs; ``cost``: two runs (seed 0,
+    10 clients, ``cost_rounds`` and twice as many rounds) per implemented row of
+    ``cost_methods`` on each available dataset of ``cost_datasets``, to time them
+    (:func:`cost_projection`). Called by the
+    notebook and by ``fgl run`` before the kernel starts.
+    """
+    from fglcore import experiment
+    from fglcore.checks import NON_NEGATIVE, POSITIVE
+
+    experiment.check_lists(datasets=datasets, num_clients=num_clients, methods=methods, seeds=seeds)
+    experiment.check_datasets("datasets", datasets, "node")
+    experiment.check_datasets("cost_datasets", cost_datasets, "node")
+    POSITIVE.check("parameter 'num_clients'", list(num_clients))
+    NON_NEGATIVE.check("parameter 'rounds'", rounds)
+    POSITIVE.check("parameter 'cost_rounds'", cost_rounds)
+    with experiment.parameters_named({"algorithm": "methods"}):
+        run, missing_rows = split_rows(methods)
+        split_rows(cost_methods)
+    availability = dataset_availability(datasets)
+    ready = availability.loc[availability["available"], "dataset"].tolist()
+    if not ready:
+        raise ConfigError(f"parameter 'datasets': none of {', '.join(map(str, datasets))} is available here "
+                          "(fgl datasets shows what is); accepted: at least one available dataset, e.g. Cora")
+    for name in ready:
+        with experiment.parameters_named({"dataset": "datasets"}):
+            table5(name)
+    with experiment.parameters_named({"num_clients": "num_clients", "seed": "seeds", "dataset": "datasets",
+                                      "rounds": "rounds"}):
+        table2 = table2_configs(ready, num_clients, methods, seeds, rounds)
+    cost_ready = dataset_availability(cost_datasets).query("available")["dataset"].tolist()
+    with experiment.parameters_named({"dataset": "cost_datasets", "rounds": "cost_rounds", "algorithm": "cost_methods"}):
+        cost = [c for r in (cost_rounds, 2 * cost_rounds)
+                for c in table2_configs(cost_ready, [10], cost_methods, [0], r, table="cost")]
+    return {"ready": ready, "missing": [d for d in datasets if d not in ready], "not_implemented": missing_rows,
+            "table2": table2, "cost": cost}
+
+
+# ----------------------------------------------------------------------------- layouts
+
+
+EXTRA_TOKENS = ("cap=", "train=")
+"""Setting tokens that name a cell's partition option or label fraction, not the row (``paper.yaml`` notes)."""
+
+
+def row_setting(setting: str) -> str:
+    """``setting`` without the cell tokens :data:`EXTRA_TOKENS`: ``"nsf=h2v, cap=plus"`` -> ``"nsf=h2v"``."""
+    parts = [p.strip() for p in str(setting or "").split(",") if p.strip()]
+    return ", ".join(p for p in parts if not p.startswith(EXTRA_TOKENS))
+
+
+def row_label(method: str, setting: str, model: str | None = None) -> str:
+    """The paper's row name of a (method, setting, model), e.g. ``("fedstruct", "nsf=h2v")`` -> ``FedStruct (H2V)``;
+    cell tokens (``cap=plus``, ``train=0.05``) are ignored, ``model`` tells GNN from MLP rows."""
+    setting = row_setting(setting)
+    for row in ROWS.values():
+        if row.algorithm == method and row.setting == setting and (
+                model is None or row.model is None or row.model == model or not isinstance(model, str) or not model):
+            return row.label
+    return f"{method} {model} [{setting}]" if setting else f"{method} {model or ''}".strip()
+
+
+def _row_order(labels: Iterable[str]) -> list[str]:
+    order = {ROWS[r].label: i for i, r in enumerate(ROWS)}
+    return sorted(dict.fromkeys(labels), key=lambda label: order.get(label, len(order)))
+
+
+def layout(results: pd.DataFrame, table: str = "2", column: str = "num_clients") -> pd.DataFrame:
+    """Our cells of ``table`` (mean ± population std over seeds, as ``paper.yaml`` declares) in the paper's layout:
+    one row per method, one column per (dataset, ``column``: ``num_clients`` or ``partition``); Central rows in
+    every column of their dataset."""
+    frame = results[results["table"] == table] if "table" in results else results
+    cells = ours_cells(frame, PAPER, metrics=["accuracy"])
+    if cells.empty:
+        return pd.DataFrame()
+    cells["row"] = [row_label(m, s, md) for m, s, md in zip(cells["method"], cells["setting"], cells["model"])]
+    cells["cell"] = [format_mean_std(m, s) for m, s in zip(cells["mean"], cells["std"])]
+    central = cells["method"] == "central"
+    values = list(dict.fromkeys(cells.loc[~central, column])) or list(dict.fromkeys(cells[column]))
+    name = "clients" if column == "num_clients" else column
+    rows = []
+    for _, c in cells.iterrows():
+        for v in (values if c["method"] == "central" and row_setting(c["setting"]) == "" else [c[column]]):
+            rows.append({"row": c["row"], "dataset": c["dataset"], name: v, "cell": c["cell"]})
+    out = pd.DataFrame(rows).pivot_table(index="row", columns=["dataset", name], values="cell",
+                                         aggfunc="first", sort=False)
+    return out.loc[_row_order(out.index)].fillna("—")
+
+
+def paper_table(table: str = "2", datasets: Sequence[str] | None = None, column: str = "num_clients") -> pd.DataFrame:
+    """The paper's own numbers of ``table`` (``paper.yaml``) in the layout of :func:`layout`."""
+    entries = paper_entries(PAPER, table)
+    if datasets is not None:
+        entries = entries[entries["dataset"].isin(list(datasets))]
+    every = {"num_clients": TABLE2_CLIENTS, "partition": ["louvain", "random", "kmeans"]}[column]
+    name = "clients" if column == "num_clients" else column
+    rows = []
+    for _, e in entries.iterrows():
+        setting = e["setting"] if isinstance(e["setting"], str) else ""
+        cell = format_mean_std(e["mean"], e["std"])
+        label = row_label(e["method"], setting, e["model"] if isinstance(e["model"], str) else None)
+        value = e[column]
+        for v in ([int(value) if column == "num_clients" else value] if pd.notna(value) and value != "" else every):
+            rows.append({"row": label, "dataset": e["dataset"], name: v, "cell": cell})
+    out = pd.DataFrame(rows).pivot_table(index="row", columns=["dataset", name], values="cell",
+                                         aggfunc="first", sort=False)
+    return out.loc[_row_order(out.index)]
+
+
+def labelled(comparison: pd.DataFrame, column: str = "num_clients") -> pd.DataFrame:
+    """A :func:`fglcore.compare.compare` frame with the paper's row names and a ``column`` = ``"<dataset> K=<k>"``."""
+    frame = comparison.copy()
+    frame["row"] = [row_label(m, s if isinstance(s, str) else "", md if isinstance(md, str) else None)
+                    for m, s, md in zip(frame["method"], frame["setting"], frame["model"])]
+    if column == "num_clients":
+        frame["column"] = [f"{d} K={int(k)}" if pd.notna(k) else f"{d} (all K)"
+                           for d, k in zip(frame["dataset"], frame["num_clients"])]
+    else:
+        frame["column"] = [f"{d} {v}" if isinstance(v, str) and v else f"{d} (all)"
+                           for d, v in zip(frame["dataset"], frame[column])]
+    return frame
+
+
+def not_implemented_rows(row_ids: Iterable[str], datasets: Sequence[str], table: str = "2") -> pd.DataFrame:
+    """The paper's numbers of the rows with no algorithm here, shown as "not implemented" (no run, no delta)."""
+    entries = paper_entries(PAPER, table)
+    algorithms = {ROWS[r].algorithm for r in row_ids}
+    entries = entries[entries["method"].isin(algorithms) & entries["dataset"].isin(list(datasets))]
+    return pd.DataFrame({"row": [row_label(m, "") for m in entries["method"]], "dataset": entries["dataset"],
+                         "clients": entries["num_clients"], "paper": [format_mean_std(m, s) for m, s in
+                                                                      zip(entries["mean"], entries["std"])],
+                         "ours": "not implemented"}).reset_index(drop=True)
+
+
+def cost_projection(configs: Sequence[ExperimentConfig], run_log: pd.DataFrame,
+                    num_clients: Sequence[int] = TABLE2_CLIENTS, seeds: int = len(SEEDS)) -> pd.DataFrame:
+    """Seconds of the timed cost runs and Table 2's projected hours per (dataset, row).
+
+    ``configs`` holds, per dataset and row, runs of ``r`` and ``2r`` rounds (:func:`results_plan`); their
+    difference is the cost of ``r`` rounds, the rest of the shorter run the one-off cost (loading, partition,
+    FedStruct's Alg. 3, FedGCN's exchange). A cell costs ``one-off + per round x Table 5's epochs``, times
+    ``len(num_clients)`` cells (Central: one) and ``seeds`` runs. ``run_log`` is the store's index
+    (:meth:`fglcore.results.ResultStore.run_log`); a copied run has no time and shows NaN. The per-round cost
+    of the per-client methods grows mildly with K; the 10-client cost stands for all three.
+    """
+    from fglcore.results import config_id
+
+    seconds = run_log.dropna(subset=["seconds"]).groupby("config_id")["seconds"].last()
+    timed: dict[tuple, dict[int, float]] = {}
+    for c in configs:
+        timed.setdefault((c.dataset, c.algorithm, c.setting), {})[c.rounds] = float(
+            seconds.get(config_id(c), float("nan")))
+    rows = []
+    for (dataset, algorithm, setting), by_rounds in timed.items():
+        short, long_ = min(by_rounds), max(by_rounds)
+        per_round = (by_rounds[long_] - by_rounds[short]) / (long_ - short) if long_ > short else \
+            by_rounds[short] / short
+        per_round = max(per_round, 0.0)
+        fixed = max(by_rounds[short] - per_round * short, 0.0)
+        epochs = int(table5(dataset)["epochs"])
+        cells = 1 if algorithm == "central" else len(num_clients)
+        rows.append({"dataset": dataset, "row": row_label(algorithm, setting), "one-off s": round(fixed, 1),
+                     "s per round": round(per_round, 2), "paper rounds": epochs,
+                     "s per run": round(fixed + per_round * epochs, 1),
+                     "projected hours": round((fixed + per_round * epochs) * cells * seeds / 3600, 2)})
+    return pd.DataFrame(rows, columns=["dataset", "row", "one-off s", "s per round", "paper rounds", "s per run",
+                                       "projected hours"])
+
+
+# ----------------------------------------------------------------------------- the appendix tables
+
+TABLE6_ROWS = ["central", "central_mlp", "fedavg", "fedsgd", "fedavg_mlp", "fedsgd_mlp", "fedsage_plus", "fedpub",
+               "fedgcn_1hop", "fedgcn_2hop", "fedstruct_deg", "fedstruct_fedstar", "fedstruct_h2v", "fedstruct_h2v_f",
+               "local", "local_mlp"]
+"""Table 6's rows (App. F.1) that we can run or list; its DGCN baselines are not run (see :data:`ROWS`)."""
+TABLE7_ROWS = ["fedstruct_deg", "fedstruct_fedstar", "fedstruct_h2v", "fedstruct_deg_f", "fedstruct_fedstar_f",
+               "fedstruct_h2v_f"]
+"""Table 7's FedStruct rows, pruned (p = 30) and full ("-F")."""
+PARTITION_OPTIONS: dict[str, dict[str, Any]] = {"louvain": {"cap": "plus"}, "random": {}, "kmeans": {}}
+"""FedStruct's partitioners with its options (``paper.yaml`` settings.partitions); Louvain cells add ``cap=plus``."""
+FIG4C_ROWS = ["fedsgd", "fedpub", "fedgcn_2hop", "fedstruct_deg", "fedstruct_fedstar", "fedstruct_h2v"]
+"""Fig. 4(c)'s curves (Chameleon, random partition, 5-50 clients)."""
+
+
+def with_tokens(setting: str, *tokens: str) -> str:
+    """``"nsf=h2v"`` plus ``"cap=plus"`` -> ``"nsf=h2v, cap=plus"`` (empty parts left out)."""
+    return ", ".join(part for part in (setting, *tokens) if part)
+
+
+def partition_configs(table: str, datasets: Iterable[str], partitions: Iterable[str], row_ids: Iterable[str],
+                      seeds: Iterable[int], rounds: int = 0, num_clients: Iterable[int] = (10,),
+                      train: float | None = None) -> list[ExperimentConfig]:
+    """``table``'s runs: every implemented row × dataset × partitioner × number of clients × seed.
+
+    Louvain cells use ``cap="plus"`` and add the token ``cap=plus`` to the setting; ``train`` (Fig. 4(a), 6)
+    sets the split to ``train / 0.1 / 0.9 - train`` and adds ``train=<fraction>``. Central rows run once per
+    dataset (on the first partitioner and number of clients: they do not depend on it).
+    """
+    run, _ = split_rows(row_ids)
+    partitions, num_clients, seeds = list(partitions), list(num_clients), list(seeds)
+    for p in partitions:
+        if p not in PARTITION_OPTIONS:
+            raise ConfigError(f"partitions: {p!r} is not accepted; accepted: {', '.join(PARTITION_OPTIONS)}")
+    configs = []
+    for dataset in datasets:
+        for row_id in run:
+            fields = row_fields(row_id, dataset)
+            if rounds:
+                fields["rounds"] = int(rounds)
+            central = ROWS[row_id].algorithm == "central" and not ROWS[row_id].options
+            for partition in partitions[:1] if central else partitions:
+                for k in num_clients[:1] if central else num_clients:
+                    setting = with_tokens(fields["setting"], "cap=plus" if partition == "louvain" and not central else "",
+                                          f"train={train:g}" if train is not None else "")
+                    extra = {"split_ratios": [train, 0.1, round(0.9 - train, 10)]} if train is not None else {}
+                    for seed in seeds:
+                        configs.append(ExperimentConfig.from_dict({
+                            **PROTOCOL, **fields, **extra, "table": table, "dataset": dataset, "partition": partition,
+                            "partition_options": PARTITION_OPTIONS[partition], "num_clients": int(k),
+                            "setting": setting, "seed": int(seed), "evaluate_every": fields["rounds"]}))
+    return configs
+
+
+def ablations_plan(datasets: Sequence[str], partitions: Sequence[str], table6_methods: Sequence[str],
+                   table7_methods: Sequence[str], seeds: Sequence[int], rounds: int, fig4c_dataset: str,
+                   fig4c_clients: Sequence[int], fig4c_methods: Sequence[str]) -> dict[str, Any]:
+    """What ``notebooks/fedstruct/4_ablations`` runs: ``{"ready", "table6", "table7", "fig4c", "not_implemented"}``.
+
+    Tables 6 and 7: 10 clients, every available dataset of ``datasets`` × ``partitions``; Fig. 4(c): the
+    FedStruct and baseline curves over ``fig4c_clients`` on ``fig4c_dataset``, random partition. Called by
+    the notebook and by ``fgl run``.
+    """
+    from fglcore import experiment
+    from fglcore.checks import NON_NEGATIVE, POSITIVE
+
+    experiment.check_lists(datasets=datasets, partitions=partitions, seeds=seeds)
+    experiment.check_datasets("datasets", datasets, "node")
+    experiment.check_datasets("fig4c_dataset", fig4c_dataset, "node")
+    NON_NEGATIVE.check("parameter 'rounds'", rounds)
+    POSITIVE.check("parameter 'fig4c_clients'", list(fig4c_clients))
+    ready = dataset_availability(datasets).query("available")["dataset"].tolist()
+    missing_rows: list[str] = []
+    for name, rows_ in (("table6_methods", table6_methods), ("table7_methods", table7_methods),
+                        ("fig4c_methods", fig4c_methods)):
+        with experiment.parameters_named({"algorithm": name}):
+            missing_rows += split_rows(rows_)[1]
+    common = {"seed": "seeds", "dataset": "datasets", "rounds": "rounds", "partition": "partitions"}
+    with experiment.parameters_named({**common, "algorithm": "table6_methods"}):
+        table6 = partition_configs("6", ready, partitions, table6_methods, seeds, rounds)
+    with experiment.parameters_named({**common, "algorithm": "table7_methods"}):
+        table7 = partition_configs("7", ready, partitions, table7_methods, seeds, rounds)
+    fig4c_ready = dataset_availability([fig4c_dataset]).query("available")["dataset"].tolist()
+    with experiment.parameters_named({**common, "algorithm": "fig4c_methods", "num_clients": "fig4c_clients",
+                                      "dataset": "fig4c_dataset"}):
+        fig4c = partition_configs("fig4c", fig4c_ready, ["random"], fig4c_methods, seeds, rounds, fig4c_clients)
+    return {"ready": ready, "table6": table6, "table7": table7, "fig4c": fig4c,
+            "not_implemented": list(dict.fromkeys(missing_rows))}

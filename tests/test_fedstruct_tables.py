@@ -1,0 +1,84 @@
+"""FedStruct's grids: every run is labelled as paper.yaml labels the cell it fills; rows without an algorithm are
+listed, not run; Table 5's settings reach the configs."""
+from __future__ import annotations
+
+import pytest
+
+from fglcore.algorithms import ALGORITHMS
+from fglcore.compare import paper_entries
+from fglcore.config import ConfigError
+from fglcore.papers.fedstruct import motivation, tables as ft
+
+
+def _keys(table: str) -> set[tuple]:
+    entries = paper_entries("fedstruct", table)
+    return {(e["dataset"], e["partition"] if isinstance(e["partition"], str) else None,
+             int(e["num_clients"]) if e["num_clients"] == e["num_clients"] else None, e["method"],
+             e["model"] if isinstance(e["model"], str) else None, e["setting"]) for _, e in entries.iterrows()}
+
+
+def _matches(config, keys: set[tuple]) -> bool:
+    for dataset, partition, k, method, model, setting in keys:
+        if (dataset, method, setting) == (config.dataset, config.algorithm, config.setting) and \
+                partition in (None, config.partition) and k in (None, config.num_clients) and \
+                model in (None, config.model):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("table,build", [
+    ("2", lambda: ft.table2_configs(["Cora", "Chameleon"], [5, 10, 20], ft.TABLE2_ROWS, [0])),
+    ("6", lambda: ft.partition_configs("6", ["Cora", "PubMed"], ["louvain", "random", "kmeans"], ft.TABLE6_ROWS, [0])),
+    ("7", lambda: ft.partition_configs("7", ["Photo"], ["louvain", "random", "kmeans"], ft.TABLE7_ROWS, [0])),
+])
+def test_every_run_fills_a_cell_of_the_paper(table, build):
+    configs = build()
+    keys = _keys(table)
+    assert configs and all(_matches(c, keys) for c in configs), [c.setting for c in configs if not _matches(c, keys)]
+    assert {c.paper for c in configs} == {"fedstruct"} and {c.table for c in configs} == {table}
+
+
+def test_rows_without_an_algorithm_are_listed_not_run():
+    run, missing = ft.split_rows(ft.TABLE2_ROWS)
+    registered = set(ALGORITHMS.names())
+    assert all(ft.ROWS[r].algorithm in registered for r in run)
+    assert all(ft.ROWS[r].algorithm not in registered for r in missing)
+    assert {"fedgcn_2hop", "fedstruct_h2v", "central", "local", "fedsgd"} <= set(run)
+    configs = ft.table2_configs(["Cora"], [10], ft.TABLE2_ROWS, [0])
+    assert {c.algorithm for c in configs} == {ft.ROWS[r].algorithm for r in run}
+    table = ft.not_implemented_rows(missing, ["Cora"])
+    assert set(table["ours"]) <= {"not implemented"}
+    with pytest.raises(ConfigError, match="methods"):
+        ft.split_rows(["fedstruct_h2v", "fedstruct_h2"])
+
+
+def test_table5_reaches_the_configs():
+    configs = {(c.algorithm, c.setting): c for c in ft.table2_configs(["PubMed"], [10], ft.TABLE2_ROWS, [3])}
+    h2v = configs[("fedstruct", "nsf=h2v")]
+    assert (h2v.lr, h2v.weight_decay, h2v.rounds, h2v.dropout, h2v.hidden) == (0.008, 0.001, 125, 0.5, 128)
+    assert h2v.algorithm_options["structure_hops"] == 20 and h2v.algorithm_options["feature_hops"] == 2
+    assert h2v.algorithm_options["structure_hidden"] == [128] and h2v.selection == "last"
+    assert h2v.split_ratios == [0.1, 0.1, 0.8] and h2v.seed == 3 and h2v.evaluate_every == 125
+    sage = configs[("fedsgd", "")]
+    assert (sage.model, sage.hidden, sage.num_layers) == ("sage", 256, 2)
+    quick = ft.table2_configs(["PubMed"], [10], ["fedsgd"], [0], rounds=4)
+    assert quick[0].rounds == 4 and quick[0].evaluate_every == 4
+    central = [c for c in ft.table2_configs(["Cora"], [5, 20], ["central"], [0, 1])]
+    assert [c.num_clients for c in central] == [5, 5]  # once per dataset and seed
+
+
+def test_labels_and_plans():
+    assert ft.row_label("fedstruct", "nsf=h2v, pruning=none, cap=plus") == "FedStruct (H2V)-F"
+    assert ft.row_label("fedsgd", "cap=plus", "mlp") == "FedSGD MLP"
+    assert ft.row_label("fedsgd", "", "sage") == "FedSGD GNN"
+    plan = ft.results_plan(["Cora", "Amazon-ratings"], [5], ["central", "fedstruct_h2v"], [0], 2, ["Photo"],
+                           ["fedstruct_h2v"], 1)
+    assert plan["missing"] == ["Amazon-ratings"] and len(plan["table2"]) == 2 and len(plan["cost"]) == 2
+    with pytest.raises(ConfigError, match="parameter 'seeds'"):
+        ft.results_plan(["Cora"], [5], ["central"], [-1], 2, [], ["central"], 1)
+    with pytest.raises(ConfigError, match="partitions"):
+        motivation.plan(["Cora"], ["metis"], [5], ["Cora"], ["central"], [0], 1)
+    ablations = ft.ablations_plan(["Cora"], ["louvain"], ["fedstruct_h2v", "central"], ["fedstruct_h2v_f"], [0], 2,
+                                  "Chameleon", [5], ["fedstruct_h2v"])
+    assert sorted(c.setting for c in ablations["table6"]) == ["", "nsf=h2v, cap=plus"]
+    assert all(c.partition_options == {"cap": "plus"} for c in ablations["table6"])
