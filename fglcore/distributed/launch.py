@@ -47,11 +47,9 @@ def _entry(rank: int, world: int, port: int, timeout: float, folder: str, target
     payload = torch.load(Path(folder) / f"payload_{rank}.pt", weights_only=False)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=timeout))
-    try:
-        result = function(rank, payload)
-        dist.barrier()
-    finally:
-        dist.destroy_process_group()
+    result = function(rank, payload)  # an exception ends this process; the parent then stops the others
+    dist.barrier()
+    dist.destroy_process_group()
     torch.save(result, Path(folder) / f"result_{rank}.pt")
 
 

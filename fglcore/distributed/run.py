@@ -13,7 +13,7 @@ checks that the two give the same numbers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 from torch import Tensor
@@ -101,6 +101,32 @@ def gloo_client(rank: int, payload: tuple[Data, int, RunSpec]) -> ClientRecord:
     shard = Shard(rank, client, spec.backbone)
     (record,) = run_epochs(_trainer([shard], GlooExchange(rank, num_clients), spec), spec)
     return record
+
+
+def full_graph_pass(trainer: DistributedTrainer) -> dict[str, Any]:
+    """Eqs. 2-4 once on the whole graph, no step: each hosted client's logits, the loss and the summed weight
+    gradients (what a centralised model's forward and backward give; the equivalence check, digest §6.5)."""
+    logits, parts = trainer.gradients(trainer.full_plans())
+    grads = {name: p.grad.detach().clone() for name, p in trainer.model.named_parameters()}
+    return {"logits": logits, "loss": parts, "grads": grads}
+
+
+def simulate_full_graph_pass(clients: Sequence[Data], spec: RunSpec) -> dict[str, Any]:
+    shards = [Shard(k, c, spec.backbone) for k, c in enumerate(clients)]
+    return full_graph_pass(_trainer(shards, LocalExchange(len(shards)), spec))
+
+
+def gloo_full_graph_pass_client(rank: int, payload: tuple[Data, int, RunSpec]) -> dict[str, Any]:
+    client, num_clients, spec = payload
+    return full_graph_pass(_trainer([Shard(rank, client, spec.backbone)], GlooExchange(rank, num_clients), spec))
+
+
+def gloo_full_graph_pass(clients: Sequence[Data], spec: RunSpec, *, timeout: float = 120.0) -> list[dict[str, Any]]:
+    """:func:`full_graph_pass` with one Gloo process per client; one result per client (rank order)."""
+    from fglcore.distributed.launch import run_gloo
+
+    k = len(clients)
+    return run_gloo(gloo_full_graph_pass_client, [(c, k, spec) for c in clients], timeout=timeout)
 
 
 def run_on_gloo(clients: Sequence[Data], spec: RunSpec, *, timeout: float = 300.0) -> list[ClientRecord]:

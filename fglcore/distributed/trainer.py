@@ -43,7 +43,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from fglcore.algorithms.training import client_seed, make_optimizer
 from fglcore.config import ExperimentConfig
 from fglcore.distributed.exchange import Exchange, exchange_messages
 from fglcore.distributed.sampling import budget, draw_distribution, sample_nodes
@@ -71,6 +70,9 @@ class DistributedTrainer:
 
     def __init__(self, shards: list[Shard], exchange: Exchange, model: DistributedGNN, config: ExperimentConfig,
                  options: SamplingOptions):
+        # imported here: fglcore.algorithms imports this module (algorithm "localbias")
+        from fglcore.algorithms.training import client_seed, make_optimizer
+
         self.shards = shards
         self.exchange = exchange
         self.model = model
@@ -159,7 +161,14 @@ class DistributedTrainer:
         start = time.perf_counter()
         self.exchange.epoch = epoch
         self.model.train()
-        plans = self.sample_plans()
+        _, parts = self.gradients(self.sample_plans())
+        self.optimizer.step()
+        self.epoch_seconds.append(time.perf_counter() - start)
+        return {cid: float(part) for cid, part in parts.items()}
+
+    def gradients(self, plans: dict[int, EpochPlan]) -> tuple[dict[int, Tensor], dict[int, Tensor]]:
+        """Forward (Eq. 2), the loss (Eq. 3), backward (Eq. 4) and the server's sum of the weight gradients,
+        left in the parameters' ``.grad``; returns the logits and each hosted client's share of the loss."""
         counts = torch.tensor([float(plans[s.cid].train.numel()) for s in self.shards])
         total = float(self.exchange.sum_over_clients([c.view(1) for c in counts], "train_count"))
         self.optimizer.zero_grad(set_to_none=True)
@@ -170,11 +179,8 @@ class DistributedTrainer:
             target = s.y[plans[s.cid].nodes[idx]]
             parts[s.cid] = F.cross_entropy(out[s.cid][idx], target, reduction="sum") / max(total, 1.0)
         torch.stack(list(parts.values())).sum().backward()
-        params = list(self.model.parameters())
-        self.exchange.sum_gradients(params)
-        self.optimizer.step()
-        self.epoch_seconds.append(time.perf_counter() - start)
-        return {cid: float(part.detach()) for cid, part in parts.items()}
+        self.exchange.sum_gradients(list(self.model.parameters()))
+        return ({cid: o.detach() for cid, o in out.items()}, {cid: p.detach() for cid, p in parts.items()})
 
     @torch.no_grad()
     def logits(self) -> dict[int, Tensor]:
