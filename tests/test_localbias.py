@@ -136,3 +136,21 @@ def test_cora_run_through_the_experiment_api():
     extras = result.extras["localbias"]
     assert len(extras["communication"]) == 4 and extras["test_logits"]["logits"].shape == (1000, 7)
     assert "x" not in result.ledger.names(sender="clients")  # features never leave a client
+
+
+@pytest.mark.parametrize("backbone", ["gcn", "1gnn"])
+def test_sparse_bag_of_words_path_equals_central_on_cora(backbone):
+    """Cora's features take the sparse first layer (:meth:`Shard.features`); still the centralised model."""
+    from fglcore.data.federation import build_federation
+
+    config = ExperimentConfig.from_dict(dict(dataset="Cora", partition="random", num_clients=4,
+                                             split="planetoid_full", seed=0))
+    federation = build_federation(config, keep_cross_edges=True)
+    assert Shard(0, federation.clients[0], backbone).sparse_x is not None
+    spec = spec_for(federation.data, backbone=backbone)
+    result = simulate_full_graph_pass(federation.clients, spec)
+    logits, grads = central_pass(federation.data, spec)
+    for k, client in enumerate(federation.clients):
+        assert torch.allclose(result["logits"][k], logits[client.global_id], atol=1e-5, rtol=1e-5)
+    for name, grad in grads.items():
+        assert torch.allclose(result["grads"][name], grad, atol=1e-6, rtol=1e-4), name

@@ -40,6 +40,18 @@ def _sparse(rows: Tensor, cols: Tensor, values: Tensor, shape: tuple[int, int]) 
     return torch.sparse_coo_tensor(torch.stack([rows, cols]), values, shape, check_invariants=False).coalesce()
 
 
+def _sparse_entries(x: Tensor) -> tuple[Tensor, Tensor, Tensor] | None:
+    """``(rows, cols, values)`` of sparse bag-of-words features (density at most
+    :data:`~fglcore.models.sparse_input.MAX_DENSITY`, unless ``FGL_SPARSE_FEATURES=0``); ``None`` otherwise."""
+    from fglcore.models.sparse_input import MAX_DENSITY, sparse_features_enabled
+
+    nonzero = x != 0
+    if not sparse_features_enabled() or x.numel() == 0 or nonzero.float().mean().item() > MAX_DENSITY:
+        return None
+    rows, cols = torch.nonzero(nonzero, as_tuple=True)
+    return rows, cols, x[rows, cols]
+
+
 @dataclass
 class EpochPlan:
     """One epoch's sampled subgraph seen from one client (all indices in its *sample space* 0..|S_k|-1)."""
@@ -79,6 +91,26 @@ class Shard:
             self.far_edges[j] = (own, position)
             self.far_size[j] = int(far_ids.numel())
         self.far_degree: dict[int, Tensor] = {}
+        self.sparse_x = _sparse_entries(self.x)
+
+    def features(self, plan: "EpochPlan", generator: torch.Generator | None, rate: float) -> Tensor:
+        """The plan nodes' features with dropout at ``rate`` drawn from ``generator`` (``None``: none):
+        a coalesced sparse COO matrix for bag-of-words features (dropping a zero changes nothing, so only
+        the nonzero entries draw a mask), dense otherwise."""
+        if self.sparse_x is None:
+            x = self.x if plan.everything else self.x[plan.nodes]
+            if generator is not None:
+                x = x * (torch.rand(x.shape, generator=generator) >= rate) / (1.0 - rate)
+            return x
+        rows, cols, values = self.sparse_x
+        where = torch.full((self.n,), -1, dtype=torch.long)
+        where[plan.nodes] = torch.arange(plan.nodes.numel())
+        keep = where[rows] >= 0
+        r, c, v = where[rows[keep]], cols[keep], values[keep]
+        if generator is not None:
+            v = v * (torch.rand(v.shape, generator=generator) >= rate) / (1.0 - rate)
+        shape = (int(plan.nodes.numel()), int(self.x.shape[1]))
+        return torch.sparse_coo_tensor(torch.stack([r, c]), v, shape, check_invariants=False).coalesce()
 
     @property
     def neighbours(self) -> list[int]:

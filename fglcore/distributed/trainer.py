@@ -124,19 +124,24 @@ class DistributedTrainer:
     def forward(self, plans: dict[int, EpochPlan], train: bool) -> dict[int, Tensor]:
         """Logits of every hosted client's plan nodes; with ``train``, dropout and autograd messages."""
         model = self.model
-        h = {s.cid: s.x if plans[s.cid].everything else s.x[plans[s.cid].nodes] for s in self.shards}
+        h: dict[int, Tensor] = {}
         for layer in range(model.num_layers):
             width = model.dims[layer + 1]
             sends, selves, rows = {}, {}, {}
             for s in self.shards:
-                plan, x = plans[s.cid], h[s.cid]
-                if train and model.drops(layer):
-                    keep = torch.rand(x.shape, generator=self.generators[s.cid]) >= model.dropout
-                    x = x * keep / (1.0 - model.dropout)
-                hw = model.neighbour_input(layer, _rows_times(x, plan.scale))
+                plan = plans[s.cid]
+                generator = self.generators[s.cid] if train and model.drops(layer) else None
+                if layer == 0:  # the plan nodes' features, dropped (sparse COO for bag-of-words features)
+                    x = s.features(plan, generator, model.dropout)
+                else:
+                    x = h[s.cid]
+                    if generator is not None:
+                        x = x * (torch.rand(x.shape, generator=generator) >= model.dropout) / (1.0 - model.dropout)
+                scaled = _rows_times(x, plan.scale)  # Eq. 5: H-tilde = H / p
+                raw = _rows_times(x, plan.root_scale) if model.backbone == "1gnn" else None
+                hw = model.neighbour_input(layer, scaled)
                 own = torch.sparse.mm(plan.self_op, hw)
-                root = model.root_term(layer, _rows_times(x, plan.root_scale)) if model.backbone == "1gnn" else None
-                selves[s.cid] = own if root is None else own + root
+                selves[s.cid] = own if raw is None else own + model.root_term(layer, raw)
                 for j, op in plan.send_ops.items():
                     sends[(s.cid, j)] = torch.sparse.mm(op, hw)
                 for j, index in plan.recv_index.items():
@@ -190,5 +195,12 @@ class DistributedTrainer:
 
 
 def _rows_times(x: Tensor, factor: Tensor | None) -> Tensor:
-    """``x`` with row ``i`` multiplied by ``factor[i]`` (``None``: unchanged)."""
-    return x if factor is None else x * factor.to(x.dtype).view(-1, 1)
+    """``x`` (dense, or sparse COO) with row ``i`` multiplied by ``factor[i]`` (``None``: unchanged)."""
+    if factor is None:
+        return x
+    factor = factor.to(x.dtype)
+    if x.is_sparse:
+        index = x.indices()
+        return torch.sparse_coo_tensor(index, x.values() * factor[index[0]], x.shape, check_invariants=False,
+                                       is_coalesced=True)
+    return x * factor.view(-1, 1)

@@ -20,6 +20,7 @@ layer (digest A16; ``input_dropout=False`` spares the features).
 """
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GCNConv, GraphConv
@@ -86,20 +87,24 @@ class DistributedGNN(nn.Module):
     # -- the block form used by the distributed engine ------------------------------------------------
 
     def neighbour_input(self, layer: int, h: Tensor) -> Tensor:
-        """What the adjacency blocks multiply: :math:`H W` (GCN) or :math:`H W_2` (1-GNN), no bias."""
+        """What the adjacency blocks multiply: :math:`H W` (GCN) or :math:`H W_2` (1-GNN), no bias;
+        ``h`` may be a sparse COO matrix (bag-of-words features)."""
         conv = self.convs[layer]
-        if self.backbone == "gcn":
-            return conv.lin(h)
-        return F.linear(h, conv.lin_rel.weight)
+        return _times_transposed(h, conv.lin.weight if self.backbone == "gcn" else conv.lin_rel.weight)
 
     def root_term(self, layer: int, h: Tensor) -> Tensor | None:
         """The 1-GNN self term :math:`H W_1`; ``None`` for GCN (its self-loop is in :math:`\\hat L`)."""
         if self.backbone == "gcn":
             return None
-        return self.convs[layer].lin_root(h)
+        return _times_transposed(h, self.convs[layer].lin_root.weight)
 
     def finish(self, layer: int, z: Tensor) -> Tensor:
         """Add the layer's bias to the aggregated pre-activation."""
         conv = self.convs[layer]
         bias = conv.bias if self.backbone == "gcn" else conv.lin_rel.bias
         return z + bias if bias is not None else z
+
+
+def _times_transposed(h: Tensor, weight: Tensor) -> Tensor:
+    """:math:`h W^\\top` for a dense or sparse ``h``."""
+    return torch.sparse.mm(h, weight.t()) if h.is_sparse else F.linear(h, weight)
