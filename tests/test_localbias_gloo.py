@@ -61,3 +61,24 @@ def failing_client(rank, payload):
 def test_failed_process_raises_clearly():
     with pytest.raises(GlooError, match="client 1 broke"):
         run_gloo(failing_client, [None, None], timeout=20)
+
+
+def test_a_client_without_cross_edges_joins_the_collectives():
+    """Client 2's nodes form their own component: it sends and receives no local term, but the backward
+    exchange is a collective every process must join (the anchor of ``exchange_messages``)."""
+    from torch_geometric.data import Data
+
+    from fglcore.data.federation import build_clients
+
+    data = small_graph(n=60, edges=150)
+    island = torch.arange(40, 60)
+    keep = ~(torch.isin(data.edge_index[0], island) ^ torch.isin(data.edge_index[1], island))
+    data = Data(**{**data.to_dict(), "edge_index": data.edge_index[:, keep]})
+    assignment = torch.cat([torch.arange(40) % 2, torch.full((20,), 2)])
+    clients = build_clients(data, assignment, keep_cross_edges=True)
+    assert clients[2].cross_edge_index.numel() == 0
+    spec = spec_for(data, layers=2)
+    results = gloo_full_graph_pass(clients, spec, timeout=60)
+    _, grads = central_pass(data, spec)
+    for name, grad in grads.items():
+        assert torch.allclose(results[2]["grads"][name], grad, atol=1e-6, rtol=1e-5), name

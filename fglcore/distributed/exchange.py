@@ -182,7 +182,7 @@ class _ExchangeFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, exchange: Exchange, name: str, send_pairs: list, recv_rows: dict, width: int,
-                *tensors: Tensor):
+                anchor_input: Tensor, *tensors: Tensor):
         sends = dict(zip(send_pairs, tensors))
         received = exchange.all_to_all(sends, recv_rows, width, tensors[0].dtype if tensors else torch.float32, name)
         ctx.exchange, ctx.name, ctx.width = exchange, name, width
@@ -190,10 +190,11 @@ class _ExchangeFunction(torch.autograd.Function):
         ctx.send_rows = {pair: int(t.shape[0]) for pair, t in sends.items()}
         ctx.recv_rows = dict(recv_rows)
         ctx.dtype = tensors[0].dtype if tensors else torch.float32
-        return tuple(received[pair] for pair in ctx.recv_pairs)
+        anchor = torch.zeros((), dtype=ctx.dtype)
+        return (anchor, *(received[pair] for pair in ctx.recv_pairs))
 
     @staticmethod
-    def backward(ctx, *grads: Tensor):
+    def backward(ctx, anchor_grad: Tensor, *grads: Tensor):
         # the gradient of message (src, dst) travels dst -> src; zeros where autograd gave none
         sends = {}
         for (src, dst), grad in zip(ctx.recv_pairs, grads):
@@ -202,13 +203,19 @@ class _ExchangeFunction(torch.autograd.Function):
             sends[(dst, src)] = grad.contiguous()
         expected = {(dst, src): rows for (src, dst), rows in ctx.send_rows.items()}
         got = ctx.exchange.all_to_all(sends, expected, ctx.width, ctx.dtype, f"{ctx.name}_grad")
-        return (None, None, None, None, None, *(got[(dst, src)] for (src, dst) in ctx.send_pairs))
+        return (None, None, None, None, None, None, *(got[(dst, src)] for (src, dst) in ctx.send_pairs))
 
 
 def exchange_messages(exchange: Exchange, name: str, sends: Mapping[Pair, Tensor], recv_rows: Mapping[Pair, int],
-                      width: int) -> dict[Pair, Tensor]:
-    """Differentiable :meth:`Exchange.all_to_all`: gradients of the received messages flow back to their senders."""
+                      width: int, anchor_input: Tensor) -> tuple[dict[Pair, Tensor], Tensor]:
+    """Differentiable :meth:`Exchange.all_to_all`: gradients of the received messages flow back to their senders.
+
+    The backward pass is a collective that every process must join, also one whose client sends and receives
+    nothing (no cross-client edge). ``anchor_input`` (any tensor that requires grad, e.g. the layer's
+    :math:`HW`) puts the exchange in the client's autograd graph, and the returned zero ``anchor``, added to
+    the client's loss, makes autograd run its backward.
+    """
     pairs = list(sends)
     recv = dict(recv_rows)
-    out = _ExchangeFunction.apply(exchange, name, pairs, recv, width, *(sends[p] for p in pairs))
-    return dict(zip(recv, out))
+    anchor, *out = _ExchangeFunction.apply(exchange, name, pairs, recv, width, anchor_input, *(sends[p] for p in pairs))
+    return dict(zip(recv, out)), anchor

@@ -125,9 +125,10 @@ class DistributedTrainer:
         """Logits of every hosted client's plan nodes; with ``train``, dropout and autograd messages."""
         model = self.model
         h: dict[int, Tensor] = {}
+        self.anchor = torch.zeros(())
         for layer in range(model.num_layers):
             width = model.dims[layer + 1]
-            sends, selves, rows = {}, {}, {}
+            sends, selves, rows, anchors = {}, {}, {}, []
             for s in self.shards:
                 plan = plans[s.cid]
                 generator = self.generators[s.cid] if train and model.drops(layer) else None
@@ -140,6 +141,7 @@ class DistributedTrainer:
                 scaled = _rows_times(x, plan.scale)  # Eq. 5: H-tilde = H / p
                 raw = _rows_times(x, plan.root_scale) if model.backbone == "1gnn" else None
                 hw = model.neighbour_input(layer, scaled)
+                anchors.append(hw)
                 own = torch.sparse.mm(plan.self_op, hw)
                 selves[s.cid] = own if raw is None else own + model.root_term(layer, raw)
                 for j, op in plan.send_ops.items():
@@ -148,7 +150,8 @@ class DistributedTrainer:
                     rows[(j, s.cid)] = int(index.numel())
             name = f"local_term_{layer + 1}" + ("" if train else "_eval")
             if train:
-                got = exchange_messages(self.exchange, name, sends, rows, width)
+                got, anchor = exchange_messages(self.exchange, name, sends, rows, width, anchors[0])
+                self.anchor = self.anchor + anchor
             else:
                 got = self.exchange.all_to_all(sends, rows, width, torch.float32, name)
             for s in self.shards:
@@ -183,7 +186,7 @@ class DistributedTrainer:
             idx = plans[s.cid].train
             target = s.y[plans[s.cid].nodes[idx]]
             parts[s.cid] = F.cross_entropy(out[s.cid][idx], target, reduction="sum") / max(total, 1.0)
-        torch.stack(list(parts.values())).sum().backward()
+        (torch.stack(list(parts.values())).sum() + self.anchor).backward()  # anchor: see exchange_messages
         self.exchange.sum_gradients(list(self.model.parameters()))
         return ({cid: o.detach() for cid, o in out.items()}, {cid: p.detach() for cid, p in parts.items()})
 
