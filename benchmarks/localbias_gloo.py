@@ -29,10 +29,12 @@ from fglcore.distributed.run import RunSpec, merged_ledger, run_on_gloo, simulat
 from fglcore.distributed.sampling import budget
 from fglcore.distributed.trainer import SamplingOptions
 from fglcore.models.distributed_gnn import DistributedGNN
+from fglcore.runtime import set_threads
 
 
 
 def main() -> None:
+    set_threads()
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])

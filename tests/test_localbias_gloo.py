@@ -2,7 +2,9 @@
 
 Digest §6.5 item 1: the distributed full-graph forward and backward equal a
 centralised GCN to about 1e-6; and the simulated engine gives the Gloo
-numbers. Each test starts K processes (a few seconds each on an idle machine).
+numbers. Each test starts K processes (a few seconds each on an idle machine;
+minutes on an overloaded one, where starting Python and torch dominates: the
+generous timeouts only bound a hang).
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ def test_gloo_full_graph_pass_equals_central(num_clients, backbone):
 
 
 def run_gloo_checked(clients, spec):
-    return gloo_full_graph_pass(clients, spec, timeout=120)
+    return gloo_full_graph_pass(clients, spec, timeout=300)
 
 
 def test_simulated_equals_gloo_with_sampling_and_dropout():
@@ -39,7 +41,7 @@ def test_simulated_equals_gloo_with_sampling_and_dropout():
     clients = federated(data, 2)
     spec = spec_for(data, variant="ours", dropout=0.2, rounds=3, sample_ratio=0.5)
     simulated = simulate(clients, spec)
-    gloo = run_on_gloo(clients, spec, timeout=120)
+    gloo = run_on_gloo(clients, spec, timeout=300)
     for a, b in zip(simulated, gloo):
         assert a.loss == pytest.approx(b.loss, abs=1e-6)
         for epoch in spec.evaluate:
@@ -60,7 +62,7 @@ def failing_client(rank, payload):
 
 def test_failed_process_raises_clearly():
     with pytest.raises(GlooError, match="client 1 broke"):
-        run_gloo(failing_client, [None, None], timeout=20)
+        run_gloo(failing_client, [None, None], timeout=120)
 
 
 def test_a_client_without_cross_edges_joins_the_collectives():
@@ -78,7 +80,7 @@ def test_a_client_without_cross_edges_joins_the_collectives():
     clients = build_clients(data, assignment, keep_cross_edges=True)
     assert clients[2].cross_edge_index.numel() == 0
     spec = spec_for(data, layers=2)
-    results = gloo_full_graph_pass(clients, spec, timeout=60)
+    results = gloo_full_graph_pass(clients, spec, timeout=300)
     _, grads = central_pass(data, spec)
     for name, grad in grads.items():
         assert torch.allclose(results[2]["grads"][name], grad, atol=1e-6, rtol=1e-5), name
