@@ -21,6 +21,7 @@ import os
 import socket
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -47,7 +48,12 @@ def _entry(rank: int, world: int, port: int, timeout: float, folder: str, target
     payload = torch.load(Path(folder) / f"payload_{rank}.pt", weights_only=False)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=timeout))
-    result = function(rank, payload)  # an exception ends this process; the parent then stops the others
+    try:
+        result = function(rank, payload)
+    except BaseException:  # noqa: BLE001 -- reported to the parent, which stops the other processes
+        # exit at once: tearing down a process group whose peers wait in a collective can block
+        (Path(folder) / f"error_{rank}.txt").write_text(traceback.format_exc())
+        os._exit(1)
     dist.barrier()
     dist.destroy_process_group()
     torch.save(result, Path(folder) / f"result_{rank}.pt")
@@ -89,7 +95,9 @@ def run_gloo(function: Callable[[int, Any], Any], payloads: Sequence[Any], *, ti
         except mp.ProcessRaisedException as err:
             raise GlooError(f"a Gloo process of {target} failed:\n{err}") from None
         except mp.ProcessExitedException as err:
-            raise GlooError(f"a Gloo process of {target} exited abnormally: {err}") from None
+            errors = sorted(Path(folder).glob("error_*.txt"))
+            detail = "\n".join(f"{e.stem}:\n{e.read_text()}" for e in errors) or str(err)
+            raise GlooError(f"a Gloo process of {target} failed:\n{detail}") from None
         finally:
             for process in context.processes:
                 if process.is_alive():
