@@ -154,3 +154,26 @@ def test_sparse_bag_of_words_path_equals_central_on_cora(backbone):
         assert torch.allclose(result["logits"][k], logits[client.global_id], atol=1e-5, rtol=1e-5)
     for name, grad in grads.items():
         assert torch.allclose(result["grads"][name], grad, atol=1e-6, rtol=1e-4), name
+
+
+def test_sampled_aggregation_is_conditionally_unbiased():
+    """Eq. 5 / Prop. 1 (digest A3): with Poisson sampling and the self term unscaled, one GCN layer's output of a
+    sampled node averages (over samples that contain it) to the full-graph output; the 1/p is applied once."""
+    data = small_graph(n=40, edges=120)
+    clients = federated(data, 2)
+    spec = spec_for(data, variant="ours", layers=1, sample_ratio=0.5, sampling="poisson", normalise_self=False)
+    shards = [Shard(k, c, "gcn") for k, c in enumerate(clients)]
+    trainer = DistributedTrainer(shards, LocalExchange(2), spec.model(), spec.config, spec.options)
+    with torch.no_grad():
+        full = trainer.forward(trainer.full_plans(), train=False)
+        sums = {s.cid: torch.zeros_like(full[s.cid]) for s in shards}
+        counts = {s.cid: torch.zeros(s.n) for s in shards}
+        for _ in range(1500):
+            plans = trainer.sample_plans()
+            out = trainer.forward(plans, train=False)
+            for s in shards:
+                sums[s.cid][plans[s.cid].nodes] += out[s.cid]
+                counts[s.cid][plans[s.cid].nodes] += 1
+    for s in shards:
+        mean = sums[s.cid] / counts[s.cid].clamp(min=1).view(-1, 1)
+        assert (mean - full[s.cid]).abs().max() < 0.15 < full[s.cid].abs().max()

@@ -151,11 +151,12 @@ class Shard:
         keep = (where[src] >= 0) & (where[dst] >= 0)
         rows, cols = where[dst[keep]], where[src[keep]]
         values = dinv[dst[keep]] * dinv[src[keep]] if gcn else torch.ones(rows.numel(), dtype=torch.float64)
-        values = values * scale[cols]
+        # the operators hold the global L-hat entries only: Eq. 5's 1/p scales the input rows (the trainer);
+        # normalise_self=False takes it back off the self term (a self-loop weight times p_i)
         root_scale = None if inclusion is None or not normalise_self else scale
         if gcn:
             loop = torch.arange(m)
-            loop_values = dinv[nodes] ** 2 * (scale if normalise_self else torch.ones(m, dtype=torch.float64))
+            loop_values = dinv[nodes] ** 2 * (1.0 if normalise_self else 1.0 / scale)
             rows, cols, values = torch.cat([rows, loop]), torch.cat([cols, loop]), torch.cat([values, loop_values])
         self_op = _sparse(rows, cols, values.float(), (m, m))
         send_ops, recv_index = {}, {}
@@ -170,7 +171,7 @@ class Shard:
                 v = self.far_degree[j].rsqrt()[position[keep]] * dinv[own[keep]]
             else:
                 v = torch.ones(r.numel(), dtype=torch.float64)
-            send_ops[j] = _sparse(r, c, (v * scale[c]).float(), (int(sampled.numel()), m))
+            send_ops[j] = _sparse(r, c, v.float(), (int(sampled.numel()), m))
             mine = self.boundary[j]
             recv_index[j] = where[mine[where[mine] >= 0]]
         train = where[nodes[self.masks["train"][nodes]]]
