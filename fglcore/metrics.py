@@ -163,3 +163,26 @@ def edge_homophily(edge_index: Tensor, y: Tensor) -> float:
     if src.numel() == 0:
         return math.nan
     return (y[src] == y[dst]).float().mean().item()
+
+
+LOCAL_BIAS_SPACES = ("logits", "probabilities")
+
+
+def local_bias(logits: Tensor, reference: Tensor, space: str = "logits") -> float:
+    r"""Local bias (Zhang et al., "Tackling the Local Bias in FGL", arXiv 2110.12906, Sec. 4.2): the mean
+    Euclidean distance :math:`\frac1n\sum_i \lVert z_i - z_i^{\mathrm{central}}\rVert_2` between an FGL
+    model's outputs and a centralised model's on the same nodes (rows aligned).
+
+    ``space="logits"`` compares raw outputs (the paper's words); ``"probabilities"`` their softmax
+    (scale-free; digest reading A11 asks for both).
+    """
+    if logits.shape != reference.shape:
+        raise ValueError(f"local_bias: shapes differ, {tuple(logits.shape)} vs {tuple(reference.shape)}")
+    if space not in LOCAL_BIAS_SPACES:
+        raise ValueError(f"local_bias: space {space!r} is not accepted; accepted: {', '.join(LOCAL_BIAS_SPACES)}")
+    if logits.shape[0] == 0:
+        return math.nan
+    a, b = logits.double(), reference.double()
+    if space == "probabilities":
+        a, b = a.softmax(-1), b.softmax(-1)
+    return (a - b).norm(dim=-1).mean().item()
