@@ -45,6 +45,7 @@ file                       holds
 ``link_type_channel.py``   FedLit's :class:`~fglcore.models.link_type_channel.LinkTypeChannel`
 ``parameter_mixture.py``   APFL's :class:`~fglcore.models.parameter_mixture.ParameterMixture`
 ``fedstruct.py``           FedStruct's :class:`~fglcore.models.fedstruct.FedStructModel`
+``node_generator.py``      DENSE / Co-Boost's :class:`~fglcore.models.node_generator.NodeFeatureGenerator`
 =========================  =================================================================
 
 ``operators.py`` (CSR message passing), ``sparse_input.py`` (sparse first
