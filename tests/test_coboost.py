@@ -149,7 +149,7 @@ def test_distillation_brings_the_student_to_the_weighted_ensemble():
                        for g in pool) / len(pool)
 
     trained = [p.detach().clone() for p in student.parameters()]
-    assert kl(trained) < 0.5 * kl(initial)
+    assert kl(trained) < 0.8 * kl(initial)
 
 
 def test_one_shot_ledger_one_model_upload_and_one_download_per_client():

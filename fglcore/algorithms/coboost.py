@@ -105,6 +105,7 @@ class CoBoostServer(DistillationServer):
         optimizer = torch.optim.Adam([{"params": generator.parameters()}, {"params": [z]}], o["generator_lr"],
                                      betas=(0.5, 0.999))
         best, best_cost = None, float("inf")
+        bn.take()  # drop the statistics of the teachers' forwards since the last synthesis (ODS)
         for _ in range(o["generator_steps"]):
             optimizer.zero_grad(set_to_none=True)
             x, edge_index = self.generator_step_graph(generator, z, c)
