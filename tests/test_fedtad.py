@@ -10,8 +10,9 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected
 
+from fglcore.algorithms.ensemble_distillation import knn_graph
 from fglcore.algorithms.fedtad import (FedTAD, OPFGL_ONE_SHOT, class_reliability, diversity_loss, generated_labels,
-                                       knn_graph, normalize_reliability, topology_embedding, weighted_l1)
+                                       normalize_reliability, topology_embedding, weighted_l1)
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
 from fglcore.fl.parameters import weighted_mean

@@ -84,6 +84,7 @@ from torch_geometric.utils import add_self_loops, degree, to_dense_adj
 
 from fglcore.algorithms.base import Trainer, register_algorithm
 from fglcore.algorithms.fedavg import FedAvg, FedAvgServer
+from fglcore.algorithms.ensemble_distillation import knn_graph
 from fglcore.algorithms.fedavg_ft import (EPOCHS_GRID, ONE_SHOT_BOUNDS, ONE_SHOT_OPTIONS, FineTuneClient,
                                           OneShotProtocol)
 from fglcore.algorithms.training import client_seed
@@ -160,23 +161,6 @@ def normalize_reliability(ckr: Tensor, mode: str = "clients") -> Tensor:
 
 
 # --------------------------------------------------------------------------- server side
-
-
-def knn_graph(x: Tensor, k: int = 5) -> Tensor:
-    """FedTAD's ``construct_graph``: each node links to the ``k`` rows of largest cosine similarity (itself
-    among them), the links are made undirected, and every node keeps one self-loop. No gradient flows
-    through the edges. Shapes: ``x`` :math:`(n, F)` -> ``edge_index`` :math:`(2, E)`."""
-    n = x.size(0)
-    if not 1 <= k <= n:
-        raise ValueError(f"knn_graph: k must be between 1 and the number of nodes ({n}), got {k}")
-    with torch.no_grad():
-        unit = F.normalize(x.detach(), p=2, dim=1)
-        nearest = (unit @ unit.t()).topk(k, dim=1).indices
-        adj = torch.zeros(n, n, dtype=torch.bool, device=x.device)
-        adj[torch.arange(n, device=x.device).repeat_interleave(k), nearest.reshape(-1)] = True
-        adj |= adj.t().clone()
-        adj.fill_diagonal_(True)
-        return adj.nonzero().t().contiguous()
 
 
 def diversity_loss(z: Tensor, x: Tensor) -> Tensor:

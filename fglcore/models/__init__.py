@@ -50,6 +50,7 @@ file                       holds
 ``masked_linear.py``       FED-PUB's :class:`~fglcore.models.masked_linear.MaskedLinear`
 ``neighgen.py``            FedSage+'s missing-neighbour generator :class:`~fglcore.models.neighgen.NeighGen`
 ``feature_generator.py``   its fGen :class:`~fglcore.models.feature_generator.FeatureGenerator`
+``node_generator.py``      DENSE / Co-Boost's :class:`~fglcore.models.node_generator.NodeFeatureGenerator`
 =========================  =================================================================
 
 ``operators.py`` (CSR message passing), ``sparse_input.py`` (sparse first

@@ -1,0 +1,304 @@
+"""What DENSE and Co-Boost share on graphs: one upload of each client model, data-free distillation of their
+ensemble into a server model on generated kNN graphs, one download, local fine-tuning.
+
+Yan et al., "Towards Federated Graph Learning in One-shot Communication"
+(arXiv 2411.11304), Sec. 5.1 and App. A.7 adapt the one-shot FL methods DENSE
+(Zhang et al., NeurIPS 2022) and Co-Boost (Dai et al., ICLR 2024) to graphs:
+"the generator produces node features and the topology is a kNN graph
+following FedTAD", and "FedAvg, FedTAD, DENSE and Co-Boost get extra local
+fine-tuning"; local epochs are "tuned from 1 to 100" (App. A.2; digest
+``opfgl.digest.md`` §5.5, §7.2). The authors' repository holds no baseline
+code; its ``model.py`` ships FedTAD's conditional generator, which
+:class:`~fglcore.models.node_generator.NodeFeatureGenerator` is.
+
+**Protocol** (shared with :mod:`fglcore.algorithms.fedavg_ft`, whose
+one-round loop, fine-tuning and choice of local epochs on validation this
+reuses): every client trains ``E`` local epochs from the shared seeded
+initialisation and uploads its whole model once (parameters and buffers: a
+BatchNorm layer's running statistics are what DENSE's BN loss matches). The
+server builds the ensemble of the uploaded models (the *teachers*), trains a
+server model (the *student*) by the method's data-free distillation
+(:meth:`DistillationServer.distill`), and sends it once to every client, which
+fine-tunes it locally with O-pFGL's early stopping. The ledger holds one
+upload and one download per client. The server needs every model on its
+own, so secure aggregation cannot be used.
+
+**The synthetic graphs.** A synthesis round draws ``synthesis_size`` classes
+:math:`c` and noises :math:`z`, the generator gives features
+:math:`\\hat X = G(z, c)`, and the edges are :func:`knn_graph` of
+:math:`\\hat X` (FedTAD's ``construct_graph`` with ``topk`` = 5), rebuilt at
+every generator step (no gradient through the edges). The best batch of a
+round (lowest generator loss, as both official synthesizers keep
+``best_inputs``) joins a pool of graphs that grows by one graph a round
+(``his=True`` in both codes); every round's distillation passes once over the
+whole pool in random order, one optimiser step per pooled graph (their
+``DataLoader`` over the image pool, one batch per synthesis batch).
+
+**The student** starts from the shared initialisation (``student_init =
+"initial"``: both official codes distil into a freshly built ``get_model``),
+or from the FedAvg mean of the uploads (``"fedavg"``, FedTAD's choice).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar, Mapping, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from fglcore.algorithms.base import Trainer
+from fglcore.algorithms.fedavg_ft import FedAvgFT, FineTuneClient, OneShotServer
+from fglcore.checks import POSITIVE, Bounds
+from fglcore.config import ConfigError
+from fglcore.fl.channel import Channel
+from fglcore.fl.engine import Client, Payload
+from fglcore.fl.parameters import weighted_mean
+from fglcore.models import build_model
+from fglcore.models.node_generator import NodeFeatureGenerator
+
+STUDENT_INITS = ("initial", "fedavg")
+
+
+def knn_graph(x: Tensor, k: int = 5) -> Tensor:
+    """FedTAD's ``construct_graph``: each node links to the ``k`` rows of largest cosine similarity (itself
+    among them, its similarity being 1), the links are made undirected, and every node keeps one self-loop.
+
+    PyG's ``knn_graph`` needs ``torch-cluster``; this is the dense version, enough for a few hundred
+    generated nodes. Ties go to the lower index (``torch.topk`` on CPU). No gradient flows through the edges.
+    Shapes: ``x`` :math:`(n, F)` -> ``edge_index`` :math:`(2, E)`, sorted by source then target.
+    """
+    n = x.size(0)
+    if not 1 <= k <= n:
+        raise ValueError(f"knn_graph: k must be between 1 and the number of nodes ({n}), got {k}")
+    with torch.no_grad():
+        unit = F.normalize(x.detach(), p=2, dim=1)
+        nearest = (unit @ unit.t()).topk(k, dim=1).indices
+        adj = torch.zeros(n, n, dtype=torch.bool, device=x.device)
+        adj[torch.arange(n, device=x.device).repeat_interleave(k), nearest.reshape(-1)] = True
+        adj |= adj.t().clone()
+        adj.fill_diagonal_(True)
+        return adj.nonzero().t().contiguous()
+
+
+def kd_divergence(student_logits: Tensor, teacher_logits: Tensor, temperature: float,
+                  reduction: str = "batchmean") -> Tensor:
+    """:math:`T^2\\,\\mathrm{KL}(\\mathrm{softmax}(t/T)\\,\\|\\,\\mathrm{softmax}(s/T))` (Hinton et al. 2015), the
+    ``kldiv`` of both official codes: ``reduction="batchmean"`` averages over nodes, ``"none"`` keeps the
+    per-class terms (their ``dense_kldiv``)."""
+    t = temperature
+    return F.kl_div(F.log_softmax(student_logits / t, dim=1), F.softmax(teacher_logits / t, dim=1),
+                    reduction=reduction) * (t * t)
+
+
+class BatchNormStatistics:
+    """DeepInversion's feature-statistics loss (Yin et al., CVPR 2020, Eq. 8), the :math:`L_{BN}` of DENSE
+    (Eq. 4) and Co-Boost: for every ``BatchNorm1d`` of the teachers,
+    :math:`\\|\\mu(h)-\\mu_{BN}\\|_2+\\|\\sigma^2(h)-\\sigma^2_{BN}\\|_2` over the nodes of the last forward pass
+    (``DeepInversionHook``). Models without batch normalisation (the default GCN) give 0."""
+
+    def __init__(self, models: Sequence[nn.Module]):
+        self.terms: list[Tensor] = []
+        self.handles = [m.register_forward_hook(self._hook) for model in models for m in model.modules()
+                        if isinstance(m, nn.BatchNorm1d)]
+
+    def _hook(self, module: nn.BatchNorm1d, inputs: tuple[Tensor, ...], output: Tensor) -> None:
+        h = inputs[0]
+        mean, var = h.mean(0), h.var(0, unbiased=False)
+        self.terms.append(torch.norm(module.running_var - var, 2) + torch.norm(module.running_mean - mean, 2))
+
+    def take(self) -> Tensor:
+        """The summed loss of the forwards since the last call."""
+        total = torch.stack(self.terms).sum() if self.terms else torch.zeros(())
+        self.terms = []
+        return total
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+
+class SyntheticGraph:
+    """One pooled synthetic graph: features, kNN edges, the generator's classes, the teachers' logits."""
+
+    def __init__(self, x: Tensor, edge_index: Tensor, y: Tensor, teacher_logits: Tensor):
+        self.x, self.edge_index, self.y = x, edge_index, y
+        self.teacher_logits = teacher_logits  # (K, n, C): one row block per client model
+
+
+def teacher_logits(teachers: Sequence[nn.Module], x: Tensor, edge_index: Tensor) -> Tensor:
+    """Every teacher's logits, stacked: :math:`(K, n, C)` (eval mode; differentiable in ``x``)."""
+    return torch.stack([t(x, edge_index) for t in teachers])
+
+
+def ensemble(logits: Tensor, weights: Tensor | None = None) -> Tensor:
+    """The ensemble's logits from stacked teacher logits :math:`(K, n, C)`: the mean (DENSE's ``Ensemble_A``),
+    or with ``weights`` :math:`w` the weighted mean :math:`\\sum_k w_k f_k / \\sum_k w_k` (Co-Boost's
+    ``WEnsemble``, Eq. 3)."""
+    if weights is None:
+        return logits.mean(0)
+    return (weights.view(-1, 1, 1) * logits).sum(0) / weights.sum()
+
+
+def disjoint_union(graphs: Sequence[SyntheticGraph]) -> tuple[Tensor, Tensor, list[int]]:
+    """Features and edges of the pooled graphs as one graph (no edge between them), and their sizes."""
+    sizes = [g.x.size(0) for g in graphs]
+    offsets = torch.tensor([0, *sizes[:-1]]).cumsum(0).tolist()
+    x = torch.cat([g.x for g in graphs])
+    edge_index = torch.cat([g.edge_index + o for g, o in zip(graphs, offsets)], dim=1)
+    return x, edge_index, sizes
+
+
+class DistillationServer(OneShotServer):
+    """Receives every client model once, distils their ensemble into the student (:meth:`distill`, the
+    method's), sends the student once. ``parameters`` holds the student's whole ``state_dict``."""
+
+    def __init__(self, initial: Mapping[str, Tensor], model_factory: Callable[[], nn.Module],
+                 options: Mapping[str, Any], num_features: int, num_classes: int):
+        super().__init__(dict(initial))
+        self.model_factory = model_factory
+        self.options = dict(options)
+        self.num_features = num_features
+        self.num_classes = num_classes
+        self.report: dict[str, Any] = {}
+
+    def aggregate(self, updates: Mapping[int, Payload], weights: Mapping[int, float], round: int) -> None:
+        teachers = self.teachers_from(updates)
+        student = self.initial_student(updates, weights)
+        generator = NodeFeatureGenerator(self.options["noise_dim"], self.num_classes, self.num_features)
+        self.distill(teachers, student, generator.to(next(student.parameters()).device))
+        self.parameters = {k: v.detach().clone() for k, v in student.state_dict().items()}
+
+    def teachers_from(self, updates: Mapping[int, Payload]) -> list[nn.Module]:
+        """The uploaded client models, in client order, in eval mode and frozen."""
+        teachers = []
+        for cid in sorted(updates):
+            model = self.model_factory()
+            model.load_state_dict(updates[cid])
+            teachers.append(model.eval().requires_grad_(False))
+        return teachers
+
+    def initial_student(self, updates: Mapping[int, Payload], weights: Mapping[int, float]) -> nn.Module:
+        """The student before distillation: the shared initialisation, or the FedAvg mean (``student_init``)."""
+        student = self.model_factory()
+        state = dict(self.parameters)
+        if self.options["student_init"] == "fedavg":
+            order = sorted(updates)
+            names = [n for n, _ in student.named_parameters()]
+            state.update(weighted_mean([{n: updates[c][n] for n in names} for c in order],
+                                       [weights[c] for c in order]))
+        student.load_state_dict(state)
+        return student
+
+    def distill(self, teachers: list[nn.Module], student: nn.Module, generator: NodeFeatureGenerator
+                ) -> list["SyntheticGraph"]:
+        """Train ``student`` (in place) from ``teachers`` with ``generator``; return the pool of synthetic
+        graphs (the method's)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement distill")
+
+    # -- pieces both methods use ------------------------------------------------------------------------
+
+    def generator_step_graph(self, generator: NodeFeatureGenerator, z: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
+        """Generated features (with gradient) and their kNN edges."""
+        x = generator(z, c)
+        return x, knn_graph(x, self.options["knn_k"])
+
+    def kd_step(self, student: nn.Module, optimizer: torch.optim.Optimizer, x: Tensor, edge_index: Tensor,
+                target_logits: Tensor, clip: float | None) -> float:
+        """One optimiser step of the student on :func:`kd_divergence` to the ensemble's logits."""
+        student.train()
+        optimizer.zero_grad(set_to_none=True)
+        loss = kd_divergence(student(x, edge_index), target_logits, self.options["kd_temperature"])
+        loss.backward()
+        if clip is not None:
+            torch.nn.utils.clip_grad_norm_(student.parameters(), max_norm=clip)
+        optimizer.step()
+        return float(loss.detach())
+
+
+class DistillClient(FineTuneClient):
+    """A fine-tuning client whose upload and download are the whole model (``state_dict``: parameters and
+    buffers), once each."""
+
+    def receive(self, payload: Payload, round: int) -> None:
+        self.model.load_state_dict(payload)
+
+    def upload(self) -> Payload:
+        return {k: v.detach() for k, v in self.model.state_dict().items()}
+
+
+SHARED_DEFAULTS: dict[str, Any] = {
+    "student_init": "initial",
+    "knn_k": 5,
+    "noise_dim": 32,
+    "epochs": 200,
+    "generator_steps": 30,
+    "generator_lr": 1e-3,
+    "synthesis_size": 256,
+    "ce_weight": 1.0,
+    "bn_weight": 0.0,
+    "adv_weight": 1.0,
+    "adv_temperature": 1.0,
+    "kd_lr": 0.01,
+    "kd_momentum": 0.9,
+    "kd_weight_decay": 0.0,
+    "kd_temperature": 1.0,
+}
+"""Options of both methods; each module sets its official code's values."""
+
+NON_NEGATIVE_REAL = Bounds(minimum=0)
+SHARED_BOUNDS: dict[str, Bounds] = {
+    **dict.fromkeys(("knn_k", "noise_dim", "epochs", "generator_steps", "synthesis_size"), POSITIVE),
+    **dict.fromkeys(("generator_lr", "kd_lr", "kd_temperature", "adv_temperature"), Bounds(above=0)),
+    **dict.fromkeys(("ce_weight", "bn_weight", "adv_weight", "kd_weight_decay"), NON_NEGATIVE_REAL),
+    "kd_momentum": Bounds(minimum=0, below=1),
+}
+
+
+class EnsembleDistillation(FedAvgFT):
+    """The shared one-shot protocol of :mod:`fglcore.algorithms.ensemble_distillation`; not registered."""
+
+    server_class: ClassVar[type[DistillationServer]] = DistillationServer
+    secure_aggregation_unsupported = ("the server distils the ensemble of the individual client models, so it "
+                                      "must see each one")
+    default_options: ClassVar[dict[str, Any]] = {
+        **{k: v for k, v in FedAvgFT.default_options.items() if k != "share"}, **SHARED_DEFAULTS}
+    option_choices: ClassVar[dict[str, tuple[str, ...]]] = {"student_init": STUDENT_INITS}
+    option_bounds: ClassVar[dict[str, Bounds]] = {**FedAvgFT.option_bounds, **SHARED_BOUNDS}
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
+        merged = super().check_options(options)
+        if merged["knn_k"] > merged["synthesis_size"]:
+            raise ConfigError(f"algorithm_options.knn_k: {merged['knn_k']} is not accepted; accepted: at most "
+                              f"synthesis_size ({merged['synthesis_size']}), the nodes of a synthetic graph")
+        return merged
+
+    def server_model(self) -> nn.Module:
+        """A fresh, uncached copy of the clients' architecture for the server's teachers and student."""
+        c = self.config
+        return build_model(c.model, int(self.federation.num_features), c.hidden, int(self.federation.num_classes),
+                           num_layers=c.num_layers, dropout=c.dropout, task="node", cached=False,
+                           seed=c.seed).to(self.device)
+
+    def build(self, channel: Channel) -> tuple[DistillationServer, list[Client]]:
+        global_model, models = self.init_models()
+        initial = {k: v.detach().clone().to(self.device) for k, v in global_model.state_dict().items()}
+        server = self.server_class(initial, self.server_model, self.options, int(self.federation.num_features),
+                                   int(self.federation.num_classes))
+        names = [n for n, _ in global_model.named_parameters()]
+        clients = [self.make_client(cid, self.make_trainer(model, cid), names) for cid, model in enumerate(models)]
+        return server, clients
+
+    def make_client(self, cid: int, trainer: Trainer, shared: Sequence[str]) -> DistillClient:
+        return DistillClient(cid, trainer, self.local_epochs, shared, int(self.clients_data[cid].num_nodes))
+
+    def run_one(self, epochs: int, channel: Channel | None = None):
+        result = super().run_one(epochs, channel)
+        result.extras["distillation"] = dict(self.server.report)
+        return result
+
+
+def uniform_targets(n: int, num_classes: int, sort: bool) -> Tensor:
+    """``n`` classes drawn uniformly (``torch.randint``), sorted when ``sort`` (DENSE's ``targets.sort()``)."""
+    targets = torch.randint(0, num_classes, (n,))
+    return targets.sort()[0] if sort else targets
