@@ -6,43 +6,18 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from torch_geometric.data import Data
-from torch_geometric.utils import to_undirected
 
 from fglcore.algorithms.fedavg_ft import EPOCHS_GRID, FedAvgFT
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
 
-C, F_IN = 3, 6
+from toy_federations import federation as toy_federation
+
 FAST = {"local_epochs_grid": [1, 10], "max_epochs": 200, "eval_every": 20, "patience": 3}
 
 
-def toy_client(seed: int, shift: int, n: int = 45) -> Data:
-    """Features announce a class ``c`` (one-hot plus noise); the client's label is ``(c + shift) % C``.
-
-    Clients with different shifts disagree on every node, so no shared model fits two of them: the
-    averaged model must lose validation accuracy that local fine-tuning can win back.
-    """
-    g = torch.Generator().manual_seed(seed)
-    c = torch.arange(n) % C
-    x = torch.randn(n, F_IN, generator=g) * 0.3 + torch.nn.functional.one_hot(c, F_IN).float()
-    y = (c + shift) % C
-    src, dst = torch.randint(0, n, (2, 8 * n), generator=g)
-    keep = (src != dst) & (c[src] == c[dst])  # homophilous: a local model can be right on every node
-    edge_index = to_undirected(torch.stack([src[keep], dst[keep]]), num_nodes=n)
-    order = torch.randperm(n, generator=g)
-    train, val = torch.zeros(n, dtype=torch.bool), torch.zeros(n, dtype=torch.bool)
-    for k in range(C):
-        members = order[y[order] == k]
-        train[members[:4]] = True
-        val[members[4:9]] = True
-    return Data(x=x, y=y, edge_index=edge_index, train_mask=train, val_mask=val, test_mask=~(train | val),
-                num_nodes=n)
-
-
 def federation(shifts=(0, 1, 2)) -> SimpleNamespace:
-    clients = [toy_client(k, shift, n=45 + 3 * k) for k, shift in enumerate(shifts)]
-    return SimpleNamespace(task="node", clients=clients, num_features=F_IN, num_classes=C)
+    return toy_federation(shifts)
 
 
 def config(seed: int = 0, fields: dict | None = None, **options) -> ExperimentConfig:
@@ -149,8 +124,7 @@ def test_defaults_follow_the_paper_range_and_opfgl_early_stopping():
     ({"eval_every": 0}, "eval_every"),
     ({"patience": 0}, "patience"),
     ({"share": "none"}, "share"),
-    ({"epochs": 5}, "epochs"),
-])
+    ({"epochs": 5}, "epochs"),])
 def test_bad_options_are_refused_before_any_work(options, key):
     with pytest.raises(ConfigError, match=key):
         config(**options)

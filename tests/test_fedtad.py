@@ -3,11 +3,9 @@ O-pFGL's one-shot protocol, determinism and options."""
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import pytest
 import torch
-from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected
 
 from fglcore.algorithms.ensemble_distillation import knn_graph
@@ -17,31 +15,7 @@ from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
 from fglcore.fl.parameters import weighted_mean
 
-C, F_IN = 3, 6
-
-
-def toy_client(seed: int, shift: int, n: int = 45) -> Data:
-    """Features announce a class ``c``; the client's label is ``(c + shift) % C`` (clients disagree)."""
-    g = torch.Generator().manual_seed(seed)
-    c = torch.arange(n) % C
-    x = torch.randn(n, F_IN, generator=g) * 0.3 + torch.nn.functional.one_hot(c, F_IN).float()
-    y = (c + shift) % C
-    src, dst = torch.randint(0, n, (2, 8 * n), generator=g)
-    keep = (src != dst) & (c[src] == c[dst])
-    edge_index = to_undirected(torch.stack([src[keep], dst[keep]]), num_nodes=n)
-    order = torch.randperm(n, generator=g)
-    train, val = torch.zeros(n, dtype=torch.bool), torch.zeros(n, dtype=torch.bool)
-    for k in range(C):
-        members = order[y[order] == k]
-        train[members[:4]] = True
-        val[members[4:9]] = True
-    return Data(x=x, y=y, edge_index=edge_index, train_mask=train, val_mask=val, test_mask=~(train | val),
-                num_nodes=n)
-
-
-def federation(shifts=(0, 0, 1)) -> SimpleNamespace:
-    clients = [toy_client(k, shift, n=45 + 3 * k) for k, shift in enumerate(shifts)]
-    return SimpleNamespace(task="node", clients=clients, num_features=F_IN, num_classes=C)
+from toy_federations import C, federation, toy_client
 
 
 FAST = {"num_gen": 30, "glb_epochs": 2, "it_d": 3, "max_epochs": 100, "eval_every": 20, "patience": 2}
