@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from torch import Tensor
 
@@ -71,6 +71,39 @@ EPOCHS_GRID = [1, 2, 5, 10, 20, 50, 100]
 """Local epochs tried by default: log-spaced over the paper's range 1-100 (App. A.2)."""
 
 MAX_GRID_EPOCHS = 100
+
+
+def check_epochs_grid(grid: Any) -> list[int]:
+    """``algorithm_options.local_epochs_grid`` sorted, or :class:`ConfigError` unless it is a non-empty list of
+    distinct integers from 1 to 100 (the paper's range)."""
+    if not isinstance(grid, list) or not grid or len(set(map(repr, grid))) != len(grid) or any(
+            isinstance(e, bool) or not isinstance(e, int) or not 1 <= e <= MAX_GRID_EPOCHS for e in grid):
+        raise ConfigError(f"algorithm_options.local_epochs_grid: {grid!r} is not accepted; accepted: a "
+                          f"non-empty list of distinct integers from 1 to {MAX_GRID_EPOCHS}")
+    return sorted(grid)
+
+
+def choose_local_epochs(grid: Sequence[int], run_one: Callable[[int], tuple[RunResult, Any, dict[str, float]]]
+                        ) -> tuple[RunResult, Any, list[dict[str, float]]]:
+    """O-pFGL's "local epochs tuned from 1 to 100" (App. A.2) for a one-shot baseline: ``run_one(E)`` for every
+    ``E`` of ``grid`` in order, each a whole run from the same seed, returning its result, the state to keep
+    (e.g. the trained participants) and extra fields for the search table.
+
+    Returns the result and state of the ``E`` with the best aggregated validation accuracy (ties: the
+    earlier ``E``) and one row per ``E`` (``local_epochs``, the extra fields, ``val_accuracy``,
+    ``test_accuracy``).
+    """
+    best: tuple[RunResult, Any] | None = None
+    best_value, search = math.nan, []
+    for epochs in grid:
+        result, state, extra = run_one(epochs)
+        m = result.metrics
+        search.append({"local_epochs": epochs, **extra, "val_accuracy": m.get("val_accuracy", math.nan),
+                       "test_accuracy": m.get("test_accuracy", math.nan)})
+        value = m.get("val_accuracy", math.nan)
+        if best is None or (not math.isnan(value) and (math.isnan(best_value) or value > best_value)):
+            best, best_value = (result, state), value
+    return best[0], best[1], search
 
 
 class OneShotServer(FedAvgServer):
@@ -126,12 +159,7 @@ class FedAvgFT(FedAvg):
     @classmethod
     def check_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
         merged = super().check_options(options)
-        grid = merged["local_epochs_grid"]
-        if not grid or any(isinstance(e, bool) or not isinstance(e, int) or not 1 <= e <= MAX_GRID_EPOCHS
-                           for e in grid) or len(set(grid)) != len(grid):
-            raise ConfigError(f"algorithm_options.local_epochs_grid: {grid!r} is not accepted; accepted: a "
-                              f"non-empty list of distinct integers from 1 to {MAX_GRID_EPOCHS}")
-        merged["local_epochs_grid"] = sorted(grid)
+        merged["local_epochs_grid"] = check_epochs_grid(merged["local_epochs_grid"])
         return merged
 
     @classmethod
@@ -168,19 +196,14 @@ class FedAvgFT(FedAvg):
         ``channel`` (when given) records the chosen run only; ``callbacks`` and
         ``checkpoint`` are accepted for the common interface and not used.
         """
-        best: tuple[RunResult, Any, list] | None = None
-        best_value, search = math.nan, []
-        for epochs in self.options["local_epochs_grid"]:
+        def one(epochs: int) -> tuple[RunResult, Any, dict[str, float]]:
             result = self.run_one(epochs)
-            g, m = result.extras["global_metrics"], result.metrics
-            search.append({"local_epochs": epochs, "global_val_accuracy": g.get("val_accuracy", math.nan),
-                           "global_test_accuracy": g.get("test_accuracy", math.nan),
-                           "val_accuracy": m.get("val_accuracy", math.nan),
-                           "test_accuracy": m.get("test_accuracy", math.nan)})
-            value = m.get("val_accuracy", math.nan)
-            if best is None or (not math.isnan(value) and (math.isnan(best_value) or value > best_value)):
-                best, best_value = (result, self.server, self.clients), value
-        result, self.server, self.clients = best
+            g = result.extras["global_metrics"]
+            return result, (self.server, self.clients), {
+                "global_val_accuracy": g.get("val_accuracy", math.nan),
+                "global_test_accuracy": g.get("test_accuracy", math.nan)}
+
+        result, (self.server, self.clients), search = choose_local_epochs(self.options["local_epochs_grid"], one)
         if channel is not None:
             for message in result.ledger.messages:
                 channel.ledger.record(message)
