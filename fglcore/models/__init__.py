@@ -45,6 +45,9 @@ file                       holds
 ``link_type_channel.py``   FedLit's :class:`~fglcore.models.link_type_channel.LinkTypeChannel`
 ``parameter_mixture.py``   APFL's :class:`~fglcore.models.parameter_mixture.ParameterMixture`
 ``fedstruct.py``           FedStruct's :class:`~fglcore.models.fedstruct.FedStructModel`
+``fedlog.py``              FedLoG's :class:`~fglcore.models.fedlog.FedLoGNet`
+``fedlog_branch.py``       FedLoG's :class:`~fglcore.models.fedlog_branch.BranchClassifier`
+``fedlog_generator.py``    FedLoG's :class:`~fglcore.models.fedlog_generator.NeighborGenerator`
 =========================  =================================================================
 
 ``operators.py`` (CSR message passing), ``sparse_input.py`` (sparse first
