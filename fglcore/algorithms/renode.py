@@ -56,7 +56,9 @@ subgraph (cross-client edges are lost) from its training labels: nothing about
 them is sent, so the ledger is fedavg_ft's (one upload, one download per
 client) or empty.
 
-``extras["renode"]`` lists per client the number of labelled nodes and the
+Options: fedavg_ft's (``local_epochs_grid``, ``ft_lr``, ``max_epochs``, ``eval_every``, ``patience``,
+``share``; the grid is not used with ``federation="local"``) and ``federation``, ``pagerank_alpha``,
+``w_min``, ``w_max``, ``rank_denominator``, ``ties`` above. ``extras["renode"]`` lists per client the number of labelled nodes and the
 smallest, mean and largest weight.
 """
 from __future__ import annotations
