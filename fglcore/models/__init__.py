@@ -47,6 +47,7 @@ file                       holds
 ``fedstruct.py``           FedStruct's :class:`~fglcore.models.fedstruct.FedStructModel`
 ``fedlog.py``              FedLoG's :class:`~fglcore.models.fedlog.FedLoGNet`
 ``fedlog_branch.py``       FedLoG's :class:`~fglcore.models.fedlog_branch.BranchClassifier`
+``fedlog_branch_layer.py``  FedLoG's :class:`~fglcore.models.fedlog_branch_layer.BranchLayer`
 ``fedlog_generator.py``    FedLoG's :class:`~fglcore.models.fedlog_generator.NeighborGenerator`
 =========================  =================================================================
 

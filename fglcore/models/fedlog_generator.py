@@ -14,6 +14,11 @@ class NeighborGenerator(nn.Module):
     r""":math:`\tanh(W_3\,\mathrm{dropout}(\mathrm{ReLU}(W_2\,\mathrm{ReLU}(W_1x))))`: Linear(F, 256), ReLU,
     Linear(256, 512), ReLU, dropout 0.5, Linear(512, F), tanh -- the code's ``Gen`` (``num_pred`` = 1).
 
+    Args:
+        channels (int): feature width :math:`F`.
+        hidden (tuple): the two hidden widths (256, 512).
+        dropout (float): dropout before the last layer (0.5).
+
     Shapes:
         - **input:** node features :math:`(N, F)`
         - **output:** generated neighbour features :math:`(N, F)` in :math:`(-1, 1)`
