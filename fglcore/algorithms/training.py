@@ -126,6 +126,8 @@ class NodeTrainer:
             minority = minority_mask(data.y, data.y[data.train_mask])
         self.minority = minority.to(device)
         self.optimizer = make_optimizer(self.model.parameters(), config)
+        self.train_weight: Tensor | None = None
+        """Per training node, a weight of its cross-entropy (``None``: the plain mean); see :meth:`backward`."""
 
     @property
     def num_train_samples(self) -> int:
@@ -133,7 +135,7 @@ class NodeTrainer:
 
     def __setstate__(self, state: dict) -> None:
         # A trainer loaded from a checkpoint holds new tensors: register its features again.
-        self.__dict__.update(state)
+        self.__dict__.update({"train_weight": None, **state})
         constant_features(self.x)
 
     def reset_optimizer(self) -> None:
@@ -147,13 +149,20 @@ class NodeTrainer:
         """One full-batch gradient, no step: clears the gradients, then back-propagates the mean cross-entropy
         over the training nodes (plus ``extra_loss(output)``) in train mode; returns the loss, detached.
 
+        With :attr:`train_weight` set (one weight per training node, in the order of ``train_idx``) the
+        cross-entropy is :math:`\\frac1{|L|}\\sum_{i\\in L} w_i\\,\\mathrm{CE}_i` (ReNode's re-weighted loss,
+        :mod:`fglcore.algorithms.renode`).
+
         A step of :meth:`train_epochs`; FedSGD clients upload the gradients it leaves
         (:mod:`fglcore.algorithms.fedsgd`).
         """
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         out = self.forward()
-        loss = F.cross_entropy(out[self.train_idx], self.y_train)
+        if self.train_weight is None:
+            loss = F.cross_entropy(out[self.train_idx], self.y_train)
+        else:
+            loss = (F.cross_entropy(out[self.train_idx], self.y_train, reduction="none") * self.train_weight).mean()
         if extra_loss is not None:
             loss = loss + extra_loss(out)
         loss.backward()

@@ -51,6 +51,10 @@ file                       holds
 ``neighgen.py``            FedSage+'s missing-neighbour generator :class:`~fglcore.models.neighgen.NeighGen`
 ``feature_generator.py``   its fGen :class:`~fglcore.models.feature_generator.FeatureGenerator`
 ``node_generator.py``      DENSE / Co-Boost's :class:`~fglcore.models.node_generator.NodeFeatureGenerator`
+``fedlog.py``              FedLoG's :class:`~fglcore.models.fedlog.FedLoGNet`
+``fedlog_branch.py``       FedLoG's :class:`~fglcore.models.fedlog_branch.BranchClassifier`
+``fedlog_branch_layer.py``  FedLoG's :class:`~fglcore.models.fedlog_branch_layer.BranchLayer`
+``fedlog_generator.py``    FedLoG's :class:`~fglcore.models.fedlog_generator.NeighborGenerator`
 =========================  =================================================================
 
 ``operators.py`` (CSR message passing), ``sparse_input.py`` (sparse first
