@@ -10,7 +10,8 @@ from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
 from fglcore.models.fedlog import FedLoGNet
 from fglcore.models.fedlog_branch import BranchClassifier
-from tests.test_fedavg_ft import C, F_IN, federation
+from tests.test_fedavg_ft import federation
+from toy_federations import C, F_IN
 
 K = 4  # synthetic nodes per class in the tests (the code's num_proto is 20)
 FAST = {"local_epochs_grid": [2], "num_proto": K, "pretrain_epochs": 5, "pretrain_patience": 2}
