@@ -66,6 +66,9 @@ SEEDS = [0, 1, 2]
 METHODS = ["local", "fedavg_ft", "fedpub", "fedgta", "fedtad", "fedspray", "fedlog", "dense", "coboost", "opfgl"]
 """Rows of Tables 1, 5, 6, 8, 15, 16 in the paper's order (``fedavg_ft`` is the paper's one-shot "FedAvg")."""
 MULTI_ROUND_METHODS = ["fedavg", "fedpub", "fedgta", "fedtad", "fedspray", "fedlog"]
+ONE_SHOT_ONLY = {"fedlog"}
+"""Registered baselines with no multi-round setting here (FedLoG: its 100-round reading of Tables 9/10 is not
+implemented); their Tables 9/10 rows read ``one-shot only here``."""
 """Rows of Tables 9 and 10 run for 100 rounds (O-pFGL stays one-shot)."""
 METHOD_NAMES = {"local": "Standalone", "fedavg_ft": "FedAvg (1 round + ft)", "fedavg": "FedAvg", "fedpub": "FedPUB",
                 "fedgta": "FedGTA", "fedtad": "FedTAD", "fedspray": "FedSpray", "fedlog": "FedLoG", "dense": "DENSE",
@@ -169,7 +172,7 @@ def baseline_fields(method: str, *, epochs_grid: Sequence[int], max_epochs: int,
     if method == "local":
         return {"rounds": local_rounds, "local_epochs": 1, "selection": "best_val",
                 "selection_metric": "val_accuracy", "lr": BASELINE_LR}
-    if method == "fedavg_ft":
+    if method in ("fedavg_ft", "renode"):  # ReNode: its re-weighted loss inside the one-shot FedAvg + fine-tuning
         return {"rounds": 1, "lr": BASELINE_LR, "algorithm_options": ft}
     if method == "fedspray":
         return {"rounds": 1, "lr": FEDSPRAY_LR, "algorithm_options": {"one_shot": ft}}
@@ -195,6 +198,8 @@ def table_configs(table: str, datasets: Iterable[str], methods: Iterable[str], s
             continue
         for method in methods:
             if method not in spec["methods"] or method_status(method) != "registered":
+                continue
+            if spec.get("multi_round") and method in ONE_SHOT_ONLY:
                 continue
             base = {**paper_protocol(), "table": table, "dataset": dataset, "partition": spec["partition"],
                     "num_clients": spec["num_clients"], "algorithm": method}
@@ -282,6 +287,8 @@ def coverage(tables: Sequence[str], datasets: Sequence[str], methods: Sequence[s
             for method in spec["methods"]:
                 if method_status(method) != "registered":
                     why = "not implemented"
+                elif spec.get("multi_round") and method in ONE_SHOT_ONLY:
+                    why = "one-shot only here"
                 elif data != "available":
                     why = f"data not available ({data})"
                 elif dataset not in datasets or method not in methods:
@@ -479,8 +486,9 @@ def ablations_plan(tables: Sequence[str], datasets: Sequence[str], seeds: Sequen
                                 else:
                                     found.append(ExperimentConfig.from_dict({
                                         **paper_protocol(), "table": "7", "dataset": d, "partition": part,
-                                        "num_clients": 10, "algorithm": method, "seed": s, "lr": BASELINE_LR,
-                                        "rounds": local_rounds, "local_epochs": 1, "selection": "best_val"}))
+                                        "num_clients": 10, "algorithm": method, "seed": s,
+                                        **baseline_fields(method, epochs_grid=epochs_grid, max_epochs=max_epochs,
+                                                          local_rounds=local_rounds)}))
             elif table == "sensitivity":
                 for name, values in sensitivity.items():
                     for v in values:
