@@ -168,15 +168,16 @@ def row_fields(row_id: str, dataset: str) -> dict[str, Any]:
 
 
 def dataset_availability(datasets: Iterable[str]) -> pd.DataFrame:
-    """Per dataset: whether it is one of the paper's, whether its raw files are reachable here."""
+    """Per dataset: whether it is one of the paper's, whether its raw files are reachable here (present or in
+    the mirror: the same to a run, so the table does not tell them apart and reads the same on every machine)."""
     from fglcore.data.datasets import dataset_status
 
     rows = []
     for name in datasets:
         status = dataset_status(name).status
-        rows.append({"dataset": name, "role": "paper" if name in PAPER_DATASETS else "other", "status": status,
+        rows.append({"dataset": name, "role": "paper" if name in PAPER_DATASETS else "other",
                      "available": status != "missing"})
-    return pd.DataFrame(rows, columns=["dataset", "role", "status", "available"])
+    return pd.DataFrame(rows, columns=["dataset", "role", "available"])
 
 
 def split_rows(row_ids: Iterable[str]) -> tuple[list[str], list[str]]:
