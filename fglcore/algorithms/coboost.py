@@ -62,7 +62,7 @@ from fglcore.algorithms.base import register_algorithm
 from fglcore.algorithms.ensemble_distillation import (NON_NEGATIVE_REAL, SHARED_BOUNDS, SHARED_DEFAULTS,
                                                       BatchNormStatistics, DistillationServer,
                                                       EnsembleDistillation, SyntheticGraph, disjoint_union,
-                                                      ensemble, kd_divergence, teacher_logits, uniform_targets)
+                                                      ensemble, kd_divergence, teacher_logits)
 from fglcore.checks import POSITIVE, Bounds
 from fglcore.models.node_generator import NodeFeatureGenerator
 
@@ -97,13 +97,7 @@ class CoBoostServer(DistillationServer):
         """Step 1 (Eqs. 4-6): the round's best hard synthetic graph, with the teachers' logits on it."""
         o = self.options
         device = weights.device
-        generator.reset_parameters(std=0.02)
-        generator.train()
-        student.eval().requires_grad_(False)
-        z = torch.randn(o["synthesis_size"], o["noise_dim"], device=device, requires_grad=True)
-        c = uniform_targets(o["synthesis_size"], self.num_classes, sort=False).to(device)
-        optimizer = torch.optim.Adam([{"params": generator.parameters()}, {"params": [z]}], o["generator_lr"],
-                                     betas=(0.5, 0.999))
+        z, c, optimizer = self.start_synthesis(generator, student, device, sort_targets=False)
         best, best_cost = None, float("inf")
         bn.take()  # drop the statistics of the teachers' forwards since the last synthesis (ODS)
         for _ in range(o["generator_steps"]):

@@ -52,7 +52,7 @@ from torch import nn
 from fglcore.algorithms.base import register_algorithm
 from fglcore.algorithms.ensemble_distillation import (SHARED_DEFAULTS, BatchNormStatistics, DistillationServer,
                                                       EnsembleDistillation, SyntheticGraph, ensemble,
-                                                      kd_divergence, teacher_logits, uniform_targets)
+                                                      kd_divergence, teacher_logits)
 from fglcore.models.node_generator import NodeFeatureGenerator
 
 DEFAULTS: dict[str, Any] = {
@@ -70,13 +70,7 @@ class DenseServer(DistillationServer):
         """Stage 1 (Eqs. 2-6): the round's best synthetic graph, with its ensemble logits."""
         o = self.options
         device = next(student.parameters()).device
-        generator.reset_parameters(std=0.02)
-        generator.train()
-        student.eval().requires_grad_(False)
-        z = torch.randn(o["synthesis_size"], o["noise_dim"], device=device, requires_grad=True)
-        c = uniform_targets(o["synthesis_size"], self.num_classes, sort=True).to(device)
-        optimizer = torch.optim.Adam([{"params": generator.parameters()}, {"params": [z]}], o["generator_lr"],
-                                     betas=(0.5, 0.999))
+        z, c, optimizer = self.start_synthesis(generator, student, device, sort_targets=True)
         best, best_cost = None, float("inf")
         for _ in range(o["generator_steps"]):
             optimizer.zero_grad(set_to_none=True)

@@ -197,6 +197,20 @@ class DistillationServer(OneShotServer):
 
     # -- pieces both methods use ------------------------------------------------------------------------
 
+    def start_synthesis(self, generator: NodeFeatureGenerator, student: nn.Module, device: torch.device,
+                        sort_targets: bool) -> tuple[Tensor, Tensor, torch.optim.Optimizer]:
+        """A round's fresh start: the generator re-initialised (std 0.02) and training, the student frozen; the
+        noise ``z`` (learnable), the uniform class targets ``c`` and one Adam over both (betas 0.5, 0.999)."""
+        o = self.options
+        generator.reset_parameters(std=0.02)
+        generator.train()
+        student.eval().requires_grad_(False)
+        z = torch.randn(o["synthesis_size"], o["noise_dim"], device=device, requires_grad=True)
+        c = uniform_targets(o["synthesis_size"], self.num_classes, sort=sort_targets).to(device)
+        optimizer = torch.optim.Adam([{"params": generator.parameters()}, {"params": [z]}], o["generator_lr"],
+                                     betas=(0.5, 0.999))
+        return z, c, optimizer
+
     def generator_step_graph(self, generator: NodeFeatureGenerator, z: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
         """Generated features (with gradient) and their kNN edges."""
         x = generator(z, c)
