@@ -116,9 +116,17 @@ def totoro(ppr: Tensor, y: Tensor, train_mask: Tensor, num_classes: int) -> Tens
     return out
 
 
+SCORE_DECIMALS = 10
+"""Decimals at which :func:`conflict_ranks` compares Totoro scores (float64 noise is about 1e-16)."""
+
+
 def conflict_ranks(scores: Tensor, ties: str = "average") -> Tensor:
     """0-based ranks of ``scores`` in increasing order; tied scores share their mean rank (``"average"``) or
-    keep index order (``"ordinal"``, the code's stable ``sorted``). Shapes: :math:`(L,)` -> :math:`(L,)`."""
+    keep index order (``"ordinal"``, the code's stable ``sorted``). Scores are compared at
+    :data:`SCORE_DECIMALS` decimals: nodes in symmetric positions have equal Totoro in exact arithmetic,
+    and the inverse behind it differs in its last bits with the number of threads, which would otherwise
+    decide their order. Shapes: :math:`(L,)` -> :math:`(L,)`."""
+    scores = torch.round(scores, decimals=SCORE_DECIMALS)
     order = torch.sort(scores, stable=True).indices
     ranks = torch.empty_like(scores, dtype=torch.float64)
     ranks[order] = torch.arange(scores.numel(), dtype=torch.float64)

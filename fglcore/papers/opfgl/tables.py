@@ -346,27 +346,6 @@ def paper_vs_ours(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     return table.fillna("")
 
 
-def implemented_claims(tables: Sequence[str]) -> dict[str, Any]:
-    """``paper.yaml`` with its claims of ``tables`` restricted to the losers registered here, each text
-    marked "(against the implemented baselines)", for :func:`fglcore.compare.check_claims`: the paper's
-    claims read "no verdict" while a baseline is missing; these judge what can be judged now."""
-    import copy
-
-    paper = copy.deepcopy(load_paper(PAPER))
-    claims = []
-    for claim in paper["claims"]:
-        if claim["table"] not in [str(t) for t in tables]:
-            continue
-        losers = [l for l in claim["losers"] if method_status(l if isinstance(l, str) else l["method"]) == "registered"]
-        if not losers or len(losers) == len(claim["losers"]):
-            continue
-        claims.append({**claim, "id": f"{claim['id']}_implemented", "losers": losers,
-                       "text": f"{claim['text']} (against the implemented baselines: "
-                               f"{', '.join(l if isinstance(l, str) else l['method'] for l in losers)})"})
-    paper["claims"] = claims
-    return paper
-
-
 def count_runs(configs: Mapping[str, Sequence[ExperimentConfig]]) -> pd.DataFrame:
     """Runs per table and method: what a grid costs before it runs."""
     frame = pd.DataFrame([{"table": t, "method": c.algorithm, "dataset": c.dataset} for t, cs in configs.items()
