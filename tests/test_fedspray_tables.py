@@ -267,3 +267,40 @@ def test_fedspray_margins_is_the_lead_over_the_best_other_method():
     assert margins.loc["fedspray", "accuracy"] == -2.0  # fedavg's mean over seeds is 81
     assert margins.loc["fedspray [code]", "accuracy"] == 4.0
     assert margins.loc["fedspray [code]", "best_other_accuracy"] == "fedavg"
+
+
+def test_reading_steps_switch_one_code_option_at_a_time():
+    from fglcore.results import run_id
+
+    configs = ft.reading_steps_configs(["Cora"], seeds=[0], rounds=2, stand_in_clients=3)
+    by_setting = {c.setting: c.algorithm_options for c in configs}
+    assert len(configs) == 2 + 2 * len(ft.CODE_OPTIONS) and {c.table for c in configs} == {"readings"}
+    assert by_setting["paper"] == {} and by_setting["code"] == ft.CODE_OPTIONS
+    for option, value in ft.CODE_OPTIONS.items():
+        assert by_setting[f"paper+{option}"] == {option: value}
+        assert by_setting[f"code-{option}"] == {k: v for k, v in ft.CODE_OPTIONS.items() if k != option}
+    table2 = {c.setting: c for c in ft.table2_configs(["Cora"], ["gcn"], ["fedspray"], [0], rounds=2,
+                                                      stand_in_clients=3)}
+    assert run_id(configs[0]) == run_id(table2[""])  # the store copies Table 2's runs
+    assert run_id(configs[1]) == run_id(table2["code"])
+
+
+def test_reading_steps_measure_each_setting_against_its_reading():
+    rows = [{"table": "readings", "dataset": "D", "model": "gcn", "setting": st, "metric": "accuracy", "seed": seed,
+             "value": v}
+            for st, seed, v in [("paper", 0, 80.0), ("paper", 1, 82.0), ("code", 0, 86.0),
+                                ("paper+kd_nodes", 0, 84.0), ("code-kd_nodes", 0, 83.0)]]
+    steps = ft.reading_steps(pd.DataFrame(rows), metrics=["accuracy"]).set_index("setting")
+    assert steps.loc["paper+kd_nodes", "against"] == "paper" and steps.loc["paper+kd_nodes", "accuracy_change"] == 3.0
+    assert steps.loc["code-kd_nodes", "against"] == "code" and steps.loc["code-kd_nodes", "accuracy_change"] == -3.0
+
+
+def test_majority_node_accuracy_inverts_pooled_accuracy():
+    profiles = pd.DataFrame({"dataset": ["D"], "minority_share_pooled": [0.2]})
+    rows = [{"dataset": "D", "model": "gcn", "method": m, "setting": "", "metric": metric, "value": v}
+            for m, metric, v in [("majority", "accuracy", 80.0), ("majority", "minority_accuracy", 0.0),
+                                 ("other", "accuracy", 70.0), ("other", "minority_accuracy", 50.0)]]
+    implied = ft.majority_node_accuracy(pd.DataFrame(rows), profiles).set_index("label")["majority_accuracy"]
+    assert implied["majority"] == pytest.approx(100.0)  # every majority node right, no minority node
+    assert implied["other"] == pytest.approx(75.0)  # 0.8 * 75 + 0.2 * 50 = 70
+    assert ft.majority_node_accuracy(pd.DataFrame(rows).assign(dataset="E"), profiles).empty

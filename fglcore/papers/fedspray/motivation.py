@@ -118,7 +118,9 @@ def client_profiles(datasets: Sequence[str], stand_in_clients: int | None = None
     class's share of the client's nodes (label skew), the share of minority
     nodes, and the average node homophily of majority and of minority nodes
     (Eq. 1, on the client's induced subgraph); plus the graph's own node
-    homophily before partitioning.
+    homophily before partitioning and the minority share of all clients'
+    nodes pooled (``minority_share_pooled``, the weight of minority nodes in
+    pooled accuracy).
     """
     from fglcore.data.datasets import load_structure
     from fglcore.metrics import node_homophily
@@ -137,6 +139,7 @@ def client_profiles(datasets: Sequence[str], stand_in_clients: int | None = None
             "graph_homophily": float(node_homophily(graph.edge_index, graph.y)),
             "majority_share": float((stats["majority_nodes"] / stats["nodes"]).mean()),
             "minority_share": float((stats["minority_nodes"] / stats["nodes"]).mean()),
+            "minority_share_pooled": float(stats["minority_nodes"].sum() / stats["nodes"].sum()),
             "majority_homophily": float(stats["majority_homophily"].mean()),
             "minority_homophily": float(stats["minority_homophily"].mean()),
         })

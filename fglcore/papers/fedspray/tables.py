@@ -312,10 +312,56 @@ def table5_configs(
     return configs
 
 
+def reading_steps_configs(datasets: Iterable[str], models: Iterable[str] = ("gcn",), seeds: Iterable[int] = SEEDS,
+                          **overrides: Any) -> list[ExperimentConfig]:
+    """The gap between FedSpray's two readings, one official-code option (:data:`CODE_OPTIONS`) at a time.
+
+    Per dataset, backbone and seed: the paper's reading (setting ``"paper"``) and the code's
+    (``"code"``) -- the same computations as Table 2's FedSpray rows, which the store copies -- the
+    paper's reading with one option switched to the code's value (``"paper+<option>"``) and the
+    code's with one switched back to the paper's default (``"code-<option>"``). Table ``"readings"``
+    (not a paper table).
+    """
+    runs = [{"algorithm": "fedspray", "algorithm_options": {}, "setting": "paper"},
+            {"algorithm": "fedspray", "algorithm_options": dict(CODE_OPTIONS), "setting": "code"}]
+    for option, value in CODE_OPTIONS.items():
+        runs.append({"algorithm": "fedspray", "algorithm_options": {option: value}, "setting": f"paper+{option}"})
+        runs.append({"algorithm": "fedspray", "algorithm_options": {k: v for k, v in CODE_OPTIONS.items() if k != option},
+                     "setting": f"code-{option}"})
+    return _configs("readings", datasets, list(models), runs, list(seeds), overrides)
+
+
+def reading_steps(results: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.DataFrame:
+    """:func:`reading_steps_configs`' runs: one row per dataset, backbone and setting, the mean over seeds
+    of each metric and its change (points) against the reading it starts from (``against``: ``paper`` for
+    ``paper+X``, ``code`` for ``code-X``).
+
+    ``paper+X`` up: option X of the code alone moves the paper's reading (towards the code's);
+    ``code-X`` down: the code's reading needs X.
+    """
+    rows = results[(results["table"] == "readings") & results["metric"].isin(metrics)]
+    means = rows.groupby(["dataset", "model", "setting", "metric"], sort=False)["value"].mean().unstack("metric")
+    out = []
+    for (dataset, model), group in means.groupby(level=["dataset", "model"], sort=False):
+        group = group.droplevel(["dataset", "model"])
+        for setting, values in group.iterrows():
+            base = "code" if setting.startswith("code") else "paper"
+            row = {"dataset": dataset, "model": model, "setting": setting, "against": base}
+            for metric in metrics:
+                row[metric] = float(values[metric])
+            for metric in metrics:
+                row[f"{metric}_change"] = float(values[metric] - group.loc[base, metric]) if base in group.index else math.nan
+            out.append(row)
+    return pd.DataFrame(out)
+
+
 def results_plan(datasets: Sequence[str], stand_in_clients: int, models: Sequence[str], methods: Sequence[str],
-                 variants: Sequence[str], rounds: int, seeds: Sequence[int]) -> dict[str, Any]:
-    """What ``notebooks/fedspray/3_results`` runs: ``{"ready", "table2"}``, the datasets of ``datasets``
-    available here (a missing one is skipped, as the notebook says) and Table 2's configs on them.
+                 variants: Sequence[str], rounds: int, seeds: Sequence[int],
+                 reading_datasets: Sequence[str] = ()) -> dict[str, Any]:
+    """What ``notebooks/fedspray/3_results`` runs: ``{"ready", "table2", "readings"}``, the datasets of
+    ``datasets`` available here (a missing one is skipped, as the notebook says), Table 2's configs on them
+    and the one-option-at-a-time comparison of FedSpray's readings (:func:`reading_steps_configs`, GCN) on
+    the available ``reading_datasets``.
 
     The notebook calls it, and ``fgl run`` before the kernel starts; a :class:`ConfigError` names the
     parameter.
@@ -325,6 +371,7 @@ def results_plan(datasets: Sequence[str], stand_in_clients: int, models: Sequenc
 
     experiment.check_lists(datasets=datasets, models=models, methods=methods, variants=variants, seeds=seeds)
     experiment.check_datasets("datasets", datasets, "node")
+    experiment.check_datasets("reading_datasets", reading_datasets, "node")
     POSITIVE.check("parameter 'stand_in_clients'", stand_in_clients)
     ready = available_datasets(datasets)
     if not ready:
@@ -335,7 +382,11 @@ def results_plan(datasets: Sequence[str], stand_in_clients: int, models: Sequenc
                                       "seed": "seeds", "dataset": "datasets"}):
         table2 = table2_configs(ready, models, methods, seeds, variants, rounds=rounds,
                                 stand_in_clients=stand_in_clients)
-    return {"ready": ready, "table2": table2}
+    with experiment.parameters_named({"num_clients": "stand_in_clients", "seed": "seeds",
+                                      "dataset": "reading_datasets"}):
+        readings = reading_steps_configs(available_datasets(reading_datasets), seeds=seeds, rounds=rounds,
+                                         stand_in_clients=stand_in_clients)
+    return {"ready": ready, "table2": table2, "readings": readings}
 
 
 def ablations_plan(datasets: Sequence[str], stand_in_clients: int, variants: Sequence[str], rounds: int,
@@ -520,6 +571,29 @@ def fedspray_margins(results: pd.DataFrame, metrics: Sequence[str] = METRICS) ->
                 row[metric], row[f"best_other_{metric}"] = float(mine.iloc[0] - best["value"]), best["label"]
             out.append(row)
     return pd.DataFrame(out)
+
+
+def majority_node_accuracy(rows: pd.DataFrame, profiles: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy on *majority* nodes implied by pooled overall and minority accuracy (points).
+
+    Pooled accuracy is :math:`O = (1-m)\,A_{maj} + m\,A_{min}` with :math:`m` the minority share of the
+    test nodes, so :math:`A_{maj} = (O - m A_{min})/(1-m)`; :math:`m` is taken from ``profiles``'
+    ``minority_share_pooled`` (all nodes of the partition: the random 30 % test split has the same share in
+    expectation). A model that predicts each client's majority class everywhere has :math:`A_{maj}=100`,
+    :math:`A_{min}=0`. ``rows``: the paper's entries or our results (``dataset, method, model, setting,
+    metric, value``; seeds are averaged), for the datasets of ``profiles``.
+    """
+    columns = ["dataset", "model", "label", "accuracy", "minority_accuracy", "majority_accuracy"]
+    share = profiles.set_index("dataset")["minority_share_pooled"]
+    rows = rows[rows["metric"].isin(METRICS) & rows["dataset"].isin(share.index)].copy()
+    if rows.empty:
+        return pd.DataFrame(columns=columns).astype({c: float for c in columns[3:]})
+    rows["label"] = [method_label(m, s) for m, s in zip(rows["method"], rows["setting"])]
+    wide = rows.groupby(["dataset", "model", "label", "metric"], sort=False)["value"].mean().unstack("metric")
+    wide = wide.dropna(subset=METRICS).reset_index()
+    m = wide["dataset"].map(share)
+    wide["majority_accuracy"] = (wide["accuracy"] - m * wide["minority_accuracy"]) / (1 - m)
+    return wide[columns]
 
 
 def selected_rounds(results: pd.DataFrame, by: Sequence[str] = ("dataset", "model")) -> pd.DataFrame:
