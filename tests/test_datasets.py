@@ -22,6 +22,8 @@ from fglcore.data.datasets import (
     DATASETS,
     ChecksumMismatchError,
     DatasetUnavailableError,
+    availability,
+    available,
     data_checksum,
     dataset_names,
     dataset_status,
@@ -307,7 +309,8 @@ def test_new_families_offline_are_missing_with_a_clear_error(fresh_root, no_netw
 
     monkeypatch.setenv("FGL_DATA_MIRROR", str(tmp_path / "empty-mirror"))
     monkeypatch.setenv("FGL_DOWNLOAD_TIMEOUT", "0.5")
-    assert dataset_status(name).status == "missing"
+    assert dataset_status(name).status == "missing" and availability(name) == "missing"
+    assert availability("ogbn-arxiv") == "not registered"
     spec = DATASETS.get(name)
     start = time.monotonic()
     with pytest.raises(DatasetUnavailableError) as info:
@@ -340,7 +343,9 @@ def test_webkb_from_a_mirror_keeps_ten_splits_like_chameleon(fresh_root, tmp_pat
     _write_geom_gcn(tmp_path / "mirror" / "WebKB" / "texas" / "raw", "texas")
     monkeypatch.setenv("FGL_DATA_MIRROR", str(tmp_path / "mirror"))
     assert dataset_status("Texas").status == "mirror"
+    assert availability("Texas") == "available" and available(["ogbn-arxiv", "Texas", "Actor"]) == ["Texas"]
     data = load_node_data("Texas")
+    assert dataset_status("Texas").status == "present" and availability("Texas") == "available"
     assert data.name == "Texas" and data.num_classes == 3 and data.num_nodes == 12
     assert data.is_undirected() and data.num_edges == 24
     assert data.train_mask.shape == data.val_mask.shape == data.test_mask.shape == (12, 10)

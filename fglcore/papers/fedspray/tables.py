@@ -34,7 +34,7 @@ Two readings of FedSpray are run side by side, told apart by the
 Datasets. The paper's PubMed (7 clients), WikiCS, Physics (12) and Flickr
 (20) use the official partition files (``partition="files"``,
 ``FedSpray/partition`` in the mirror); they run whenever
-:func:`fglcore.data.datasets.dataset_status` finds them. Offline, Cora,
+:func:`fglcore.data.datasets.availability` finds them. Offline, Cora,
 CiteSeer and Chameleon stand in, partitioned as the paper describes (the
 ``K`` largest Louvain communities, ``louvain_largest``) with ``K = 7`` as
 PubMed, the dataset of the paper's motivation: Cora's 7 largest
@@ -142,30 +142,17 @@ def dataset_setup(dataset: str, stand_in_clients: int | None = None) -> dict[str
 
 
 def dataset_availability(datasets: Iterable[str], stand_in_clients: int | None = None) -> pd.DataFrame:
-    """Per dataset: paper dataset or stand-in, whether its raw files are reachable, and its partition."""
-    from fglcore.data.datasets import dataset_status
+    """Per dataset: paper dataset or stand-in, whether a run can load it here
+    (:func:`fglcore.data.datasets.availability`), and its partition."""
+    from fglcore.data.datasets import availability
 
     rows = []
     for name in datasets:
         setup = dataset_setup(name, stand_in_clients)
-        status = dataset_status(name).status
-        rows.append(
-            {
-                "dataset": name,
-                "role": "paper" if name in PAPER_DATASETS else "stand-in",
-                "status": status,
-                "available": status != "missing",
-                "partition": setup["partition"],
-                "num_clients": setup["num_clients"],
-            }
-        )
-    return pd.DataFrame(rows, columns=["dataset", "role", "status", "available", "partition", "num_clients"])
-
-
-def available_datasets(datasets: Iterable[str]) -> list[str]:
-    """The datasets of ``datasets`` whose raw files are present or in the mirror, in the given order."""
-    table = dataset_availability(datasets)
-    return table.loc[table["available"], "dataset"].tolist()
+        rows.append({"dataset": name, "role": "paper" if name in PAPER_DATASETS else "stand-in",
+                     "available": availability(name) == "available", "partition": setup["partition"],
+                     "num_clients": setup["num_clients"]})
+    return pd.DataFrame(rows, columns=["dataset", "role", "available", "partition", "num_clients"])
 
 
 # ----------------------------------------------------------------------------- methods and settings
@@ -368,23 +355,24 @@ def results_plan(datasets: Sequence[str], stand_in_clients: int, models: Sequenc
     """
     from fglcore import experiment
     from fglcore.checks import POSITIVE
+    from fglcore.data.datasets import available
 
     experiment.check_lists(datasets=datasets, models=models, methods=methods, variants=variants, seeds=seeds)
     experiment.check_datasets("datasets", datasets, "node")
     experiment.check_datasets("reading_datasets", reading_datasets, "node")
     POSITIVE.check("parameter 'stand_in_clients'", stand_in_clients)
-    ready = available_datasets(datasets)
+    ready = available(datasets)
     if not ready:
         raise ConfigError(f"parameter 'datasets': none of {', '.join(map(str, datasets))} is available here "
                           f"(fgl datasets shows what is); accepted: at least one available dataset, e.g. "
-                          f"{', '.join(available_datasets(list(STAND_INS)))}")
+                          f"{', '.join(available(list(STAND_INS)))}")
     with experiment.parameters_named({"num_clients": "stand_in_clients", "model": "models", "algorithm": "methods",
                                       "seed": "seeds", "dataset": "datasets"}):
         table2 = table2_configs(ready, models, methods, seeds, variants, rounds=rounds,
                                 stand_in_clients=stand_in_clients)
     with experiment.parameters_named({"num_clients": "stand_in_clients", "seed": "seeds",
                                       "dataset": "reading_datasets"}):
-        readings = reading_steps_configs(available_datasets(reading_datasets), seeds=seeds, rounds=rounds,
+        readings = reading_steps_configs(available(reading_datasets), seeds=seeds, rounds=rounds,
                                          stand_in_clients=stand_in_clients)
     return {"ready": ready, "table2": table2, "readings": readings}
 
@@ -401,6 +389,7 @@ def ablations_plan(datasets: Sequence[str], stand_in_clients: int, variants: Seq
     """
     from fglcore import experiment
     from fglcore.checks import POSITIVE, Bounds
+    from fglcore.data.datasets import available
 
     experiment.check_lists(datasets=datasets, variants=variants, seeds=seeds, lambda1_models=lambda1_models,
                            lambda1_values=lambda1_values, proxy_dims=proxy_dims, local_epochs=local_epochs)
@@ -412,7 +401,7 @@ def ablations_plan(datasets: Sequence[str], stand_in_clients: int, variants: Seq
     Bounds(minimum=0).check("parameter 'lambda1_values'", list(lambda1_values))
     POSITIVE.check("parameter 'proxy_dims'", list(proxy_dims))
     POSITIVE.check("parameter 'local_epochs'", list(local_epochs))
-    ready = available_datasets(datasets)
+    ready = available(datasets)
 
     def usable(names: Sequence[str]) -> list[str]:
         return [d for d in names if d in ready]

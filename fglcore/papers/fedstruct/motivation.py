@@ -14,7 +14,8 @@ from typing import Any, Iterable, Sequence
 import pandas as pd
 
 from fglcore.config import ConfigError, ExperimentConfig
-from fglcore.papers.fedstruct.tables import PROTOCOL, dataset_availability, row_fields, split_rows, table2_configs
+from fglcore.data.datasets import available
+from fglcore.papers.fedstruct.tables import PROTOCOL, split_rows, table2_configs
 
 PARTITIONS: dict[str, dict[str, Any]] = {
     "random": {},
@@ -73,11 +74,11 @@ def plan(datasets: Sequence[str], partitions: Sequence[str], num_clients: Sequen
     experiment.check_datasets("fig1_datasets", fig1_datasets, "node")
     POSITIVE.check("parameter 'num_clients'", list(num_clients))
     NON_NEGATIVE.check("parameter 'rounds'", rounds)
-    ready = dataset_availability(datasets).query("available")["dataset"].tolist()
+    ready = available(datasets)
     with experiment.parameters_named({"partition": "partitions", "num_clients": "num_clients",
                                       "dataset": "datasets"}):
         federations = [partition_config(d, p, int(k), 0) for d in ready for p in partitions for k in num_clients]
-    fig1_ready = dataset_availability(fig1_datasets).query("available")["dataset"].tolist()
+    fig1_ready = available(fig1_datasets)
     with experiment.parameters_named({"algorithm": "methods", "seed": "seeds", "dataset": "fig1_datasets",
                                       "rounds": "rounds"}):
         run, _ = split_rows(methods)

@@ -39,6 +39,7 @@ import pandas as pd
 
 from fglcore.compare import format_mean_std, load_paper, ours_cells, paper_entries
 from fglcore.config import ConfigError, ExperimentConfig
+from fglcore.data.datasets import availability, available
 
 PAPER = "fedstruct"
 
@@ -168,15 +169,10 @@ def row_fields(row_id: str, dataset: str) -> dict[str, Any]:
 
 
 def dataset_availability(datasets: Iterable[str]) -> pd.DataFrame:
-    """Per dataset: whether it is one of the paper's, whether its raw files are reachable here (present or in
-    the mirror: the same to a run, so the table does not tell them apart and reads the same on every machine)."""
-    from fglcore.data.datasets import dataset_status
-
-    rows = []
-    for name in datasets:
-        status = dataset_status(name).status
-        rows.append({"dataset": name, "role": "paper" if name in PAPER_DATASETS else "other",
-                     "available": status != "missing"})
+    """Per dataset: whether it is one of the paper's, and whether a run can load it here
+    (:func:`fglcore.data.datasets.availability`)."""
+    rows = [{"dataset": name, "role": "paper" if name in PAPER_DATASETS else "other",
+             "available": availability(name) == "available"} for name in datasets]
     return pd.DataFrame(rows, columns=["dataset", "role", "available"])
 
 
@@ -258,8 +254,7 @@ def results_plan(datasets: Sequence[str], num_clients: Sequence[int], methods: S
     with experiment.parameters_named({"algorithm": "methods"}):
         run, missing_rows = split_rows(methods)
         split_rows(cost_methods)
-    availability = dataset_availability(datasets)
-    ready = availability.loc[availability["available"], "dataset"].tolist()
+    ready = available(datasets)
     if not ready:
         raise ConfigError(f"parameter 'datasets': none of {', '.join(map(str, datasets))} is available here "
                           "(fgl datasets shows what is); accepted: at least one available dataset, e.g. Cora")
@@ -269,7 +264,7 @@ def results_plan(datasets: Sequence[str], num_clients: Sequence[int], methods: S
     with experiment.parameters_named({"num_clients": "num_clients", "seed": "seeds", "dataset": "datasets",
                                       "rounds": "rounds"}):
         table2 = table2_configs(ready, num_clients, methods, seeds, rounds)
-    cost_ready = dataset_availability(cost_datasets).query("available")["dataset"].tolist()
+    cost_ready = available(cost_datasets)
     with experiment.parameters_named({"dataset": "cost_datasets", "rounds": "cost_rounds", "algorithm": "cost_methods"}):
         cost = [c for r in (cost_rounds, 2 * cost_rounds)
                 for c in table2_configs(cost_ready, [10], cost_methods, [0], r, table="cost")]
@@ -479,7 +474,7 @@ def ablations_plan(datasets: Sequence[str], partitions: Sequence[str], table6_me
     experiment.check_datasets("fig4c_dataset", fig4c_dataset, "node")
     NON_NEGATIVE.check("parameter 'rounds'", rounds)
     POSITIVE.check("parameter 'fig4c_clients'", list(fig4c_clients))
-    ready = dataset_availability(datasets).query("available")["dataset"].tolist()
+    ready = available(datasets)
     missing_rows: list[str] = []
     for name, rows_ in (("table6_methods", table6_methods), ("table7_methods", table7_methods),
                         ("fig4c_methods", fig4c_methods)):
@@ -490,7 +485,7 @@ def ablations_plan(datasets: Sequence[str], partitions: Sequence[str], table6_me
         table6 = partition_configs("6", ready, partitions, table6_methods, seeds, rounds)
     with experiment.parameters_named({**common, "algorithm": "table7_methods"}):
         table7 = partition_configs("7", ready, partitions, table7_methods, seeds, rounds)
-    fig4c_ready = dataset_availability([fig4c_dataset]).query("available")["dataset"].tolist()
+    fig4c_ready = available([fig4c_dataset])
     with experiment.parameters_named({**common, "algorithm": "fig4c_methods", "num_clients": "fig4c_clients",
                                       "dataset": "fig4c_dataset"}):
         fig4c = partition_configs("fig4c", fig4c_ready, ["random"], fig4c_methods, seeds, rounds, fig4c_clients)

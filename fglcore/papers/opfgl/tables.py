@@ -47,7 +47,7 @@ of best validation accuracy reported; O-pFGL stays one-shot.
 
 Datasets: the paper's ogbn-arxiv and ogbn-products are not registered here
 (no offline copy); their paper columns stay in the tables, marked "data not
-available" (:func:`dataset_status`).
+available" (:func:`fglcore.data.datasets.availability`).
 """
 from __future__ import annotations
 
@@ -57,6 +57,7 @@ import pandas as pd
 
 from fglcore.compare import compare, format_mean_std, load_paper
 from fglcore.config import ConfigError, ExperimentConfig
+from fglcore.data.datasets import availability
 
 PAPER = "opfgl"
 
@@ -145,17 +146,6 @@ def backbone_supported(method: str, model: str) -> bool:
     return accepted is None or model in accepted
 
 
-def dataset_status(dataset: str) -> str:
-    """``"available"`` (raw files present or in the mirror), ``"missing"`` (registered, files absent) or
-    ``"not registered"`` (e.g. ogbn-arxiv: no loader here)."""
-    from fglcore.data.datasets import DATASETS
-    from fglcore.data.datasets import dataset_status as status
-
-    if dataset not in DATASETS:
-        return "not registered"
-    return "missing" if status(dataset).status == "missing" else "available"
-
-
 def baseline_fields(method: str, *, epochs_grid: Sequence[int], max_epochs: int, local_rounds: int,
                     multi_rounds: int | None = None) -> dict[str, Any]:
     """Config fields of a baseline under O-pFGL's protocol: one round (``multi_rounds`` None) or ``multi_rounds``.
@@ -194,7 +184,7 @@ def table_configs(table: str, datasets: Iterable[str], methods: Iterable[str], s
     spec = TABLES[table]
     configs = []
     for dataset in datasets:
-        if dataset not in spec["datasets"] or dataset_status(dataset) != "available":
+        if dataset not in spec["datasets"] or availability(dataset) != "available":
             continue
         for method in methods:
             if method not in spec["methods"] or method_status(method) != "registered":
@@ -283,7 +273,7 @@ def coverage(tables: Sequence[str], datasets: Sequence[str], methods: Sequence[s
     for table in tables:
         spec = TABLES[table]
         for dataset in spec["datasets"]:
-            data = dataset_status(dataset)
+            data = availability(dataset)
             for method in spec["methods"]:
                 if method_status(method) != "registered":
                     why = "not implemented"
