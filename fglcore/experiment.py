@@ -65,7 +65,9 @@ def run_full(config: ExperimentConfig | Mapping[str, Any], *, per_client: bool =
 
     The configuration and the ``FGL_*`` variables (:func:`fglcore.settings.settings`)
     are validated before any data is loaded. Seeds are set
-    from ``config.seed`` (:func:`fglcore.runtime.set_seed`), subnormal floats
+    from ``config.seed`` (:func:`fglcore.runtime.set_seed`), torch's threads
+    follow ``FGL_THREADS`` (:func:`fglcore.runtime.set_threads`: the count the
+    run index records is the one used), subnormal floats
     are flushed to zero unless ``FGL_FLUSH_DENORMAL=0``
     (:func:`fglcore.runtime.set_flush_denormal`), the federation
     is built with cross-client edges only for algorithms that need them, and
@@ -80,6 +82,7 @@ def run_full(config: ExperimentConfig | Mapping[str, Any], *, per_client: bool =
     algorithm = ALGORITHMS.get(config.algorithm)
     device = runtime.get_device(config.device)  # an unavailable device fails before data is loaded
     runtime.set_seed(config.seed)
+    runtime.set_threads()
     runtime.set_flush_denormal()
     federation = build_federation(config, keep_cross_edges=algorithm.needs_cross_edges)
     result = algorithm(config, federation, device).run(checkpoint=checkpoint)

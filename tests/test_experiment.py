@@ -391,6 +391,17 @@ def test_a_sweep_records_how_each_run_was_made_and_a_copy_its_sources_record(fak
     assert computed["threads"] == str(torch.get_num_threads()) and computed["git_commit"]
 
 
+def test_a_run_uses_the_threads_fgl_threads_names(fake_stack, monkeypatch):
+    before = torch.get_num_threads()
+    monkeypatch.setenv("FGL_THREADS", "1")
+    torch.set_num_threads(2)
+    try:
+        experiment.run_full(BASE)
+        assert torch.get_num_threads() == 1  # what the run index records is what ran
+    finally:
+        torch.set_num_threads(before)
+
+
 def _sweep_until_killed(configs, path, ready):
     original = FakeAlgorithm.run
 
