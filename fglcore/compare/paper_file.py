@@ -5,6 +5,8 @@ file, the entry and the field, and what is accepted.
 """
 from __future__ import annotations
 
+import copy
+import functools
 import math
 import os
 from pathlib import Path
@@ -104,15 +106,26 @@ def known_papers() -> list[str]:
 
 
 def load_paper(paper_id_or_path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read and validate a paper's ``paper.yaml`` (by paper id or path)."""
+    """Read and validate a paper's ``paper.yaml`` (by paper id or path); a copy the caller may change.
+
+    A file is parsed once per process while it is unchanged (a plan asks for its paper dozens of times;
+    O-pFGL's file took seconds to parse each time).
+    """
     path = paper_path(paper_id_or_path)
     if not path.is_file():
         raise FileNotFoundError(
             f"no paper file {path}; papers with a paper.yaml: {', '.join(known_papers()) or 'none'}"
         )
+    stat = path.stat()
+    return copy.deepcopy(_read_paper(str(path), stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=16)
+def _read_paper(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
+    """The validated content of ``path`` as it was at ``mtime_ns`` and ``size`` (the cache's key)."""
     with open(path, encoding="utf-8") as f:
-        data = yaml.safe_load(f)
-    return validate_paper(data, source=str(path))
+        data = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml when built with it
+    return validate_paper(data, source=path)
 
 
 def paper_dict(paper: Mapping[str, Any] | str | os.PathLike[str]) -> dict[str, Any]:
