@@ -563,7 +563,7 @@ def fedspray_margins(results: pd.DataFrame, metrics: Sequence[str] = METRICS) ->
 
 
 def majority_node_accuracy(rows: pd.DataFrame, profiles: pd.DataFrame) -> pd.DataFrame:
-    """Accuracy on *majority* nodes implied by pooled overall and minority accuracy (points).
+    r"""Accuracy on *majority* nodes implied by pooled overall and minority accuracy (points).
 
     Pooled accuracy is :math:`O = (1-m)\,A_{maj} + m\,A_{min}` with :math:`m` the minority share of the
     test nodes, so :math:`A_{maj} = (O - m A_{min})/(1-m)`; :math:`m` is taken from ``profiles``'
