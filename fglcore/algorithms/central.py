@@ -120,21 +120,26 @@ class Central(Algorithm):
 
     def _node_learner(self) -> CentralNodeLearner:
         clients = self.clients_data
-        if self.options["graph"] == "whole":
+        if self.options.get("graph", "whole") == "whole":  # the mini-batch subclasses: always the whole graph
             data, node_ids = self._whole_graph(clients)
         else:
             data, node_ids = self._union_graph(clients)
         minority = torch.zeros(data.num_nodes, dtype=torch.bool)
         for c, ids in zip(clients, node_ids):
             minority[ids] = minority_mask(c.y, c.y[c.train_mask])
-        set_seed(self.config.seed)
-        model = self.make_model(int(self.federation.num_features), int(self.federation.num_classes))
-        trainer = NodeTrainer(model, data, self.config, self.device, minority=minority)
+        trainer = self.central_trainer(data, minority)
         client_nodes = [
             {split: ids[getattr(c, f"{split}_mask")].to(self.device) for split in EVAL_SPLITS}
             for c, ids in zip(clients, node_ids)
         ]
         return CentralNodeLearner(trainer, self.config.local_epochs, client_nodes)
+
+    def central_trainer(self, data: Data, minority: Tensor) -> NodeTrainer:
+        """The trainer of the central node model on ``data`` (full batch; the mini-batch baselines
+        :mod:`~fglcore.algorithms.graphsage` and :mod:`~fglcore.algorithms.graphsaint` override it)."""
+        set_seed(self.config.seed)
+        model = self.make_model(int(self.federation.num_features), int(self.federation.num_classes))
+        return NodeTrainer(model, data, self.config, self.device, minority=minority)
 
     def _whole_graph(self, clients: list[Data]) -> tuple[Data, list[Tensor]]:
         """The global graph with the clients' splits mapped to global ids; node ids of each client."""
