@@ -38,6 +38,22 @@ from fglcore.metrics import Prediction, minority_mask
 from fglcore.runtime import set_seed
 
 
+def whole_graph(full: Data, clients: list[Data]) -> tuple[Data, list[Tensor]]:
+    """The global graph ``full`` with the clients' splits mapped to global ids; node ids of each client."""
+    num_nodes = int(full.num_nodes)
+    masks = {s: torch.zeros(num_nodes, dtype=torch.bool) for s in ("train", *EVAL_SPLITS)}
+    node_ids = []
+    for c in clients:
+        ids = c.global_id.long().cpu()
+        for split, mask in masks.items():
+            mask[ids[getattr(c, f"{split}_mask")]] = True
+        node_ids.append(ids)
+    data = Data(x=full.x, edge_index=full.edge_index, y=full.y, num_nodes=num_nodes)
+    for split, mask in masks.items():
+        data[f"{split}_mask"] = mask
+    return data, node_ids
+
+
 class CentralNodeLearner:
     """The central node classifier; trains once per round however many views ask, predicts once per state."""
 
@@ -142,20 +158,7 @@ class Central(Algorithm):
         return NodeTrainer(model, data, self.config, self.device, minority=minority)
 
     def _whole_graph(self, clients: list[Data]) -> tuple[Data, list[Tensor]]:
-        """The global graph with the clients' splits mapped to global ids; node ids of each client."""
-        full = self.federation.data
-        num_nodes = int(full.num_nodes)
-        masks = {s: torch.zeros(num_nodes, dtype=torch.bool) for s in ("train", *EVAL_SPLITS)}
-        node_ids = []
-        for c in clients:
-            ids = c.global_id.long().cpu()
-            for split, mask in masks.items():
-                mask[ids[getattr(c, f"{split}_mask")]] = True
-            node_ids.append(ids)
-        data = Data(x=full.x, edge_index=full.edge_index, y=full.y, num_nodes=num_nodes)
-        for split, mask in masks.items():
-            data[f"{split}_mask"] = mask
-        return data, node_ids
+        return whole_graph(self.federation.data, clients)
 
     @staticmethod
     def _union_graph(clients: list[Data]) -> tuple[Data, list[Tensor]]:
