@@ -91,7 +91,7 @@ class NeighbourSamplingTrainer(NodeTrainer):
                 loss = F.cross_entropy(out, self.y[seeds.to(self.device)])
                 loss.backward()
                 self.optimizer.step()
-        return float(loss)
+        return float(loss.detach())
 
 
 @register_algorithm

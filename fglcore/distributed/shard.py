@@ -197,7 +197,7 @@ class Shard:
         return chosen, share
 
     def bns_plan(self, chosen: dict[int, Tensor], share: dict[int, float], far_chosen: dict[int, Tensor]) -> EpochPlan:
-        """The operators of one BNS-GCN epoch (Wan et al., MLSys 2022; :mod:`fglcore.algorithms.bns_gcn`).
+        r"""The operators of one BNS-GCN epoch (Wan et al., MLSys 2022; :mod:`fglcore.algorithms.bns_gcn`).
 
         Every own node is computed with the global :math:`\hat L` (``S_k = V_k``, no 1/p on the self term);
         toward neighbour ``j`` only the ``chosen[j]`` boundary nodes (positions in ``boundary[j]``) contribute,
