@@ -13,7 +13,6 @@ from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import build_clients
 from fglcore.distributed.cost import cagnet_1d_bytes
 from fglcore.distributed.exchange import LocalExchange
-from fglcore.distributed.run import merged_ledger, simulate
 from fglcore.distributed.shard import Shard
 from fglcore.distributed.trainer import BNS, DistributedTrainer
 from fglcore.models import build_model
@@ -85,7 +84,8 @@ def test_neighbour_sampler_is_uniform():
 
 def test_random_walk_subgraphs_are_induced_and_within_budget():
     data = small_graph(n=80, edges=300)
-    sampler = RandomWalkSampler(data.edge_index, 80, roots=10, walk_length=2, generator=torch.Generator().manual_seed(0))
+    sampler = RandomWalkSampler(data.edge_index, 80, roots=10, walk_length=2,
+                                generator=torch.Generator().manual_seed(0))
     for _ in range(5):
         sub = sampler.sample()
         assert sub.node_idx.numel() <= 10 * 3
@@ -132,7 +132,8 @@ def test_saint_block_forward_on_the_whole_graph_is_the_model(backbone):
     w, loops = propagation_weights(data.edge_index, 50, backbone)
     rows, cols, vals = data.edge_index[1], data.edge_index[0], w
     if loops is not None:
-        rows, cols, vals = torch.cat([rows, torch.arange(50)]), torch.cat([cols, torch.arange(50)]), torch.cat([vals, loops])
+        loop = torch.arange(50)
+        rows, cols, vals = torch.cat([rows, loop]), torch.cat([cols, loop]), torch.cat([vals, loops])
     op = torch.sparse_coo_tensor(torch.stack([rows, cols]), vals, (50, 50), check_invariants=False).coalesce()
     with torch.no_grad():
         assert torch.allclose(block_forward(model, data.x, op, train=False), model(data.x, data.edge_index), atol=1e-5)
@@ -168,7 +169,8 @@ def test_centralised_options_are_checked_before_any_work():
         ExperimentConfig.from_dict({"algorithm": "graphsage", "model": "sage", "num_layers": 3,
                                     "algorithm_options": {"fanouts": [25, 10]}})
     with pytest.raises(ConfigError, match="fanouts"):
-        ExperimentConfig.from_dict({"algorithm": "graphsage", "model": "sage", "algorithm_options": {"fanouts": [0, 3]}})
+        ExperimentConfig.from_dict({"algorithm": "graphsage", "model": "sage",
+                                    "algorithm_options": {"fanouts": [0, 3]}})
     with pytest.raises(ConfigError, match="model"):
         ExperimentConfig.from_dict({"algorithm": "graphsage", "model": "gcn"})
     with pytest.raises(ConfigError, match="model"):

@@ -96,7 +96,8 @@ def collect_neighbours(clients: list[Data], ratio: float, seed: int, channel: Ch
 
 @register_algorithm
 class FedAvgNC(FedAvg):
-    """FedAvg with neighbour collection (local-bias paper, Sec. 4, digest A13); see :mod:`fglcore.algorithms.fedavg_nc`."""
+    """FedAvg with neighbour collection (local-bias paper, Sec. 4, digest A13); see
+    :mod:`fglcore.algorithms.fedavg_nc`."""
 
     name = "fedavg_nc"
     tasks = ("node",)
