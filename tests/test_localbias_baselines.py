@@ -227,11 +227,20 @@ def test_llcg_without_correction_is_fedavg_and_the_correction_changes_the_model(
     assert corrected.history != plain.history
     server = algo.server
     assert len(server.correction_losses) == 2 * 3
-    nodes, edges = server.batch()
-    assert nodes.numel() == 30 and (edges < 30).all()
+    nodes, edges, scored = server.batch()
+    assert nodes.numel() == scored == 30 and (edges < 30).all()
     inside = torch.zeros(60, dtype=torch.bool)
     inside[nodes] = True
     assert edges.size(1) == int((inside[federation.data.edge_index[0]] & inside[federation.data.edge_index[1]]).sum())
+    algo, neighbour = run("llcg", federation, algorithm_options={"server_sampler": "neighbour",
+                                                                 "server_fanouts": [3, 2], "server_batch_ratio": 0.2})
+    nodes, edges, scored = algo.server.batch()
+    assert scored == 12 and nodes.numel() >= 12 and neighbour.history != corrected.history
+    in_degree = torch.bincount(federation.data.edge_index[1], minlength=60)
+    assert int((edges[1] < 12).sum()) == int(in_degree[nodes[:12]].clamp(max=3).sum())  # the seeds' fan-out
+    with pytest.raises(ConfigError, match="server_fanouts"):
+        ExperimentConfig.from_dict({"algorithm": "llcg", "algorithm_options": {"server_sampler": "neighbour",
+                                                                              "server_fanouts": [5]}})
     with pytest.raises(ConfigError, match="server_batch_ratio"):
         ExperimentConfig.from_dict({"algorithm": "llcg", "algorithm_options": {"server_batch_ratio": 0.0}})
 
