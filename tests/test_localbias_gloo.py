@@ -36,10 +36,12 @@ def run_gloo_checked(clients, spec):
     return gloo_full_graph_pass(clients, spec, timeout=300)
 
 
-def test_simulated_equals_gloo_with_sampling_and_dropout():
+@pytest.mark.parametrize("variant,sampling", [("ours", {"sample_ratio": 0.5}), ("bns", {"boundary_ratio": 0.5})])
+def test_simulated_equals_gloo_with_sampling_and_dropout(variant, sampling):
+    """``bns``: BNS-GCN's boundary sampling (algorithm ``bns_gcn``) on the same engine."""
     data = small_graph(n=80, edges=240)
     clients = federated(data, 2)
-    spec = spec_for(data, variant="ours", dropout=0.2, rounds=3, sample_ratio=0.5)
+    spec = spec_for(data, variant=variant, dropout=0.2, rounds=3, **sampling)
     simulated = simulate(clients, spec)
     gloo = run_on_gloo(clients, spec, timeout=300)
     for a, b in zip(simulated, gloo):

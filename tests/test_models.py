@@ -11,7 +11,7 @@ from fglcore.config import ConfigError
 from fglcore.models import MODELS, GraphClassifier, Propagation, build_model, model_names
 from fglcore.registry import UnknownNameError
 
-NODE_MODELS = ["decoupled_gcn", "gat", "gcn", "gin", "mlp", "sage", "sgc"]
+NODE_MODELS = ["1gnn", "decoupled_gcn", "gat", "gcn", "gin", "mlp", "sage", "sgc"]
 GRAPH_MODELS = ["gat", "gcn", "gin", "mlp", "sage"]
 ALL_BUILDS = [(n, "node") for n in NODE_MODELS] + [(n, "graph") for n in GRAPH_MODELS]
 

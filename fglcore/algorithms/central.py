@@ -38,6 +38,22 @@ from fglcore.metrics import Prediction, minority_mask
 from fglcore.runtime import set_seed
 
 
+def whole_graph(full: Data, clients: list[Data]) -> tuple[Data, list[Tensor]]:
+    """The global graph ``full`` with the clients' splits mapped to global ids; node ids of each client."""
+    num_nodes = int(full.num_nodes)
+    masks = {s: torch.zeros(num_nodes, dtype=torch.bool) for s in ("train", *EVAL_SPLITS)}
+    node_ids = []
+    for c in clients:
+        ids = c.global_id.long().cpu()
+        for split, mask in masks.items():
+            mask[ids[getattr(c, f"{split}_mask")]] = True
+        node_ids.append(ids)
+    data = Data(x=full.x, edge_index=full.edge_index, y=full.y, num_nodes=num_nodes)
+    for split, mask in masks.items():
+        data[f"{split}_mask"] = mask
+    return data, node_ids
+
+
 class CentralNodeLearner:
     """The central node classifier; trains once per round however many views ask, predicts once per state."""
 
@@ -120,37 +136,29 @@ class Central(Algorithm):
 
     def _node_learner(self) -> CentralNodeLearner:
         clients = self.clients_data
-        if self.options["graph"] == "whole":
+        if self.options.get("graph", "whole") == "whole":  # the mini-batch subclasses: always the whole graph
             data, node_ids = self._whole_graph(clients)
         else:
             data, node_ids = self._union_graph(clients)
         minority = torch.zeros(data.num_nodes, dtype=torch.bool)
         for c, ids in zip(clients, node_ids):
             minority[ids] = minority_mask(c.y, c.y[c.train_mask])
-        set_seed(self.config.seed)
-        model = self.make_model(int(self.federation.num_features), int(self.federation.num_classes))
-        trainer = NodeTrainer(model, data, self.config, self.device, minority=minority)
+        trainer = self.central_trainer(data, minority)
         client_nodes = [
             {split: ids[getattr(c, f"{split}_mask")].to(self.device) for split in EVAL_SPLITS}
             for c, ids in zip(clients, node_ids)
         ]
         return CentralNodeLearner(trainer, self.config.local_epochs, client_nodes)
 
+    def central_trainer(self, data: Data, minority: Tensor) -> NodeTrainer:
+        """The trainer of the central node model on ``data`` (full batch; the mini-batch baselines
+        :mod:`~fglcore.algorithms.graphsage` and :mod:`~fglcore.algorithms.graphsaint` override it)."""
+        set_seed(self.config.seed)
+        model = self.make_model(int(self.federation.num_features), int(self.federation.num_classes))
+        return NodeTrainer(model, data, self.config, self.device, minority=minority)
+
     def _whole_graph(self, clients: list[Data]) -> tuple[Data, list[Tensor]]:
-        """The global graph with the clients' splits mapped to global ids; node ids of each client."""
-        full = self.federation.data
-        num_nodes = int(full.num_nodes)
-        masks = {s: torch.zeros(num_nodes, dtype=torch.bool) for s in ("train", *EVAL_SPLITS)}
-        node_ids = []
-        for c in clients:
-            ids = c.global_id.long().cpu()
-            for split, mask in masks.items():
-                mask[ids[getattr(c, f"{split}_mask")]] = True
-            node_ids.append(ids)
-        data = Data(x=full.x, edge_index=full.edge_index, y=full.y, num_nodes=num_nodes)
-        for split, mask in masks.items():
-            data[f"{split}_mask"] = mask
-        return data, node_ids
+        return whole_graph(self.federation.data, clients)
 
     @staticmethod
     def _union_graph(clients: list[Data]) -> tuple[Data, list[Tensor]]:

@@ -19,7 +19,9 @@ Options:
 * ``variant``: ``"ours"`` (label-guided sampling and Eq. 5's :math:`1/p`
   normalisation), ``"ours*"`` (sampling, no normalisation; A5: the global
   :math:`\hat L[S,S]` weights kept), ``"ours-full"`` (no sampling; = CAGNET's
-  computation, A9) -- Table 5's rows;
+  computation, A9: Table 2's CAGNET row is this variant, its communication
+  CAGNET's 1-D broadcast model, the extras' ``cagnet_1d_*`` bytes) -- Table
+  5's rows;
 * ``backbone``: ``"gcn"`` or ``"1gnn"`` (Morris et al., sum aggregation, A18)
   -- Table 2's "Ours+GCN" and "Ours+1-GNN"; ``config.model`` is not used;
 * ``sample_ratio``: :math:`s/N` (PubMed's 5,000/19,717 = 0.254 in the
@@ -62,7 +64,7 @@ from fglcore.algorithms.central import CentralView
 from fglcore.checks import Bounds, POSITIVE
 from fglcore.config import ConfigError
 from fglcore.data.federation import build_clients
-from fglcore.distributed.cost import analytic_bytes, measured_bytes
+from fglcore.distributed.cost import analytic_bytes, cagnet_1d_bytes, measured_bytes
 from fglcore.distributed.run import ClientRecord, RunSpec, merged_ledger, run_on_gloo, simulate
 from fglcore.distributed.sampling import LABEL_SOURCES, SCHEMES, budget
 from fglcore.distributed.trainer import VARIANTS, SamplingOptions
@@ -133,9 +135,25 @@ class LocalBias(Algorithm):
         model = DistributedGNN(o["backbone"], *dims, c.dropout, o["input_dropout"])
         every = c.evaluate_every
         evaluate = tuple(r for r in range(1, c.rounds + 1) if r % every == 0 or r == c.rounds)
-        options = SamplingOptions(o["variant"], o["sample_ratio"], o["sampling"], o["label_source"],
-                                  o["normalise_self"])
-        return RunSpec(c, options, o["backbone"], dims, o["input_dropout"], model.state_dict(), c.rounds, evaluate)
+        return RunSpec(c, self.sampling_options(), o["backbone"], dims, o["input_dropout"], model.state_dict(),
+                       c.rounds, evaluate)
+
+    def sampling_options(self) -> SamplingOptions:
+        """What the engine samples each epoch (:class:`~fglcore.distributed.trainer.SamplingOptions`)."""
+        o = self.options
+        return SamplingOptions(o["variant"], o["sample_ratio"], o["sampling"], o["label_source"], o["normalise_self"])
+
+    def analytic_communication(self, spec: RunSpec, dims: list[int], client: int) -> dict[str, float]:
+        """``analytic_*``: the dense schedule of Table 1 (:func:`~fglcore.distributed.cost.analytic_bytes`);
+        with ``variant="ours-full"`` also ``cagnet_1d_*``, CAGNET's 1-D broadcast schedule of the same
+        computation (:func:`~fglcore.distributed.cost.cagnet_1d_bytes`, digest A9)."""
+        nodes = [int(c.num_nodes) for c in self.clients_data]
+        full = spec.options.variant == "ours-full"
+        sizes = nodes if full else [budget(n, spec.options.sample_ratio) for n in nodes]
+        out = {f"analytic_{key}": v for key, v in analytic_bytes(sizes, dims, client).items()}
+        if full:
+            out.update({f"cagnet_1d_{key}": v for key, v in cagnet_1d_bytes(nodes, dims, client).items()})
+        return out
 
     def train(self) -> list[ClientRecord]:
         spec = self.spec()
@@ -150,11 +168,9 @@ class LocalBias(Algorithm):
         result.ledger.messages.extend(ledger.messages)
         spec = self.spec()
         epochs = list(range(1, spec.rounds + 1))
-        sizes = [int(c.num_nodes) if spec.options.variant == "ours-full" else budget(int(c.num_nodes),
-                 spec.options.sample_ratio) for c in self.clients_data]
         dims = [spec.dims[0]] + [spec.dims[1]] * (spec.dims[3] - 1) + [spec.dims[2]]
         comm = [{"client": k, **{f"measured_{key}": v for key, v in measured_bytes(ledger, k, epochs).items()},
-                 **{f"analytic_{key}": v for key, v in analytic_bytes(sizes, dims, k).items()}}
+                 **self.analytic_communication(spec, dims, k)}
                 for k in range(len(records))]
         seconds = [statistics.median(r.epoch_seconds) for r in records]
         test = self.test_logits(result.selected_round)

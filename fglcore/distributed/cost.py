@@ -17,6 +17,8 @@ sent (:mod:`fglcore.distributed.exchange`): local terms only for the rows
 that touch the receiver (its boundary nodes), their gradients (width
 :math:`d_l`) instead of :math:`U`, plus the sampled ids -- at most the dense
 figure when boundaries are small, and the same order.
+:func:`cagnet_1d_bytes` is CAGNET's 1-D broadcast schedule on the same
+computation (``variant="ours-full"``, digest A9).
 """
 from __future__ import annotations
 
@@ -43,6 +45,30 @@ def analytic_bytes(sample_sizes: Sequence[int], dims: Sequence[int], client: int
     backward_down = sum(own * dims[l] for l in range(1, layers))
     upload = FLOAT_BYTES * (forward_up + backward_up + weights)
     download = FLOAT_BYTES * (forward_down + backward_down + weights)
+    return {"upload": float(upload), "download": float(download), "total": float(upload + download)}
+
+
+def cagnet_1d_bytes(node_counts: Sequence[int], dims: Sequence[int], client: int,
+                    bias: bool = True) -> dict[str, float]:
+    """CAGNET's 1-D algorithm (Tripathy, Yelick and Buluç, "Reducing Communication in Graph Neural Network
+    Training", SC 2020, Sec. 4 "1D"; the local-bias paper's CAGNET [23], digest A9) for ``client`` per epoch.
+
+    Rows are partitioned by client (``node_counts[k]`` = :math:`n_k`); in every layer's forward pass each
+    client broadcasts its whole block :math:`H_k^{(l-1)}` (:math:`n_k \times d_{l-1}`) to the other
+    :math:`K-1` clients, in every layer's backward pass its gradient block :math:`G_k^{(l)}`
+    (:math:`n_k \times d_l`: :math:`A^\top G` for the previous layer and for the weight gradient), and the
+    weight gradients are summed (up and down, as :func:`analytic_bytes`). A broadcast is counted once per
+    receiver (point to point). No sampling: this is the cost model of ``localbias`` ``variant="ours-full"``,
+    whose computation is CAGNET's (the same full-batch GCN; the engine itself sends local terms).
+    """
+    k = len(node_counts)
+    own = node_counts[client]
+    others = sum(n for j, n in enumerate(node_counts) if j != client)
+    layers = len(dims) - 1
+    width = sum(dims[l] + dims[l + 1] for l in range(layers))  # forward H^(l-1), backward G^(l)
+    weights = sum((dims[l] + (1 if bias else 0)) * dims[l + 1] for l in range(layers))
+    upload = FLOAT_BYTES * ((k - 1) * own * width + weights)
+    download = FLOAT_BYTES * (others * width + weights)
     return {"upload": float(upload), "download": float(download), "total": float(upload + download)}
 
 

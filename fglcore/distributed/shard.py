@@ -182,3 +182,49 @@ class Shard:
         """Every node, :math:`p \\equiv 1`: the exact full-graph layer (Eq. 2; inference and ``ours-full``)."""
         far_all = {j: torch.arange(self.far_size[j]) for j in self.neighbours}
         return self.plan(torch.arange(self.n), None, far_all)
+
+    # -- BNS-GCN: every own node, a share of the boundary toward each neighbour ----------------------------
+
+    def boundary_choice(self, ratio: float, generator: torch.Generator) -> tuple[dict[int, Tensor], dict[int, float]]:
+        """BNS-GCN's per-epoch choice (official ``select_node``/``get_send_size``): toward every neighbour
+        ``j``, ``int(ratio * |boundary_j|)`` positions of the boundary uniformly without replacement
+        (ascending), and the realised share ``s / |boundary_j|`` the sent terms are divided by."""
+        chosen, share = {}, {}
+        for j, b in self.boundary.items():
+            size = int(ratio * int(b.numel()))
+            chosen[j] = torch.sort(torch.randperm(int(b.numel()), generator=generator)[:size]).values
+            share[j] = size / int(b.numel()) if size else 1.0
+        return chosen, share
+
+    def bns_plan(self, chosen: dict[int, Tensor], share: dict[int, float], far_chosen: dict[int, Tensor]) -> EpochPlan:
+        r"""The operators of one BNS-GCN epoch (Wan et al., MLSys 2022; :mod:`fglcore.algorithms.bns_gcn`).
+
+        Every own node is computed with the global :math:`\hat L` (``S_k = V_k``, no 1/p on the self term);
+        toward neighbour ``j`` only the ``chosen[j]`` boundary nodes (positions in ``boundary[j]``) contribute,
+        divided by ``share[j]``, and the term goes to the rows of ``j``'s nodes adjacent to them;
+        ``far_chosen[j]`` are the positions, in the far list toward ``j``, of the nodes ``j`` chose toward this
+        client (received ids): the rows received from ``j`` are the own nodes adjacent to them.
+        """
+        if getattr(self, "_full_plan", None) is None:
+            self._full_plan = self.full_plan()
+        full = self._full_plan
+        dinv = self.degree.rsqrt()
+        send_ops, recv_index = {}, {}
+        for j in self.neighbours:
+            own, position = self.far_edges[j]
+            picked = torch.zeros(self.n, dtype=torch.bool)
+            picked[self.boundary[j][chosen[j]]] = True
+            keep = picked[own]
+            rows_far = torch.unique(position[keep])
+            row_of = torch.full((self.far_size[j],), -1, dtype=torch.long)
+            row_of[rows_far] = torch.arange(rows_far.numel())
+            if self.backbone == "gcn":
+                v = self.far_degree[j].rsqrt()[position[keep]] * dinv[own[keep]]
+            else:
+                v = torch.ones(int(keep.sum()), dtype=torch.float64)
+            send_ops[j] = _sparse(row_of[position[keep]], own[keep], (v / share[j]).float(),
+                                  (int(rows_far.numel()), self.n))
+            far_picked = torch.zeros(self.far_size[j], dtype=torch.bool)
+            far_picked[far_chosen[j]] = True
+            recv_index[j] = torch.unique(own[far_picked[position]])
+        return EpochPlan(full.nodes, None, full.self_op, None, send_ops, recv_index, full.train, everything=True)

@@ -8,7 +8,9 @@ simulation, one in a Gloo process), in lockstep with the others:
 1. **sample** (``variant`` ``"ours"``/``"ours*"``): label-guided draws
    (:mod:`~fglcore.distributed.sampling`); the sampled boundary ids go to
    the neighbours (``sampled_ids``). ``"ours-full"``: every node, :math:`p
-   \equiv 1`;
+   \equiv 1`. ``"bns"`` (BNS-GCN, :mod:`fglcore.algorithms.bns_gcn`): every
+   own node, a share ``boundary_ratio`` of the boundary toward each
+   neighbour, whose ids go to that neighbour;
 2. **forward**, layer by layer (Eq. 2): dropout on the layer's input, Eq.
    5's scaling :math:`\tilde H = H/p` (``"ours"`` only), the client computes
    :math:`\tilde H W`, its self term and one local term
@@ -50,19 +52,21 @@ from fglcore.distributed.shard import EpochPlan, Shard
 from fglcore.models.distributed_gnn import DistributedGNN
 
 VARIANTS = ("ours", "ours*", "ours-full")
+BNS = "bns"  # BNS-GCN's boundary-node sampling (algorithm bns_gcn), not a variant of the local-bias method
 
 
 @dataclass(frozen=True)
 class SamplingOptions:
-    """``variant`` (``ours``, ``ours*``, ``ours-full``), ``sample_ratio`` (s/N), ``sampling`` scheme,
-    ``label_source`` and ``normalise_self`` (see :mod:`fglcore.distributed.sampling` and
-    :mod:`fglcore.distributed.shard`)."""
+    """``variant`` (``ours``, ``ours*``, ``ours-full``; or ``bns``: BNS-GCN), ``sample_ratio`` (s/N),
+    ``sampling`` scheme, ``label_source`` and ``normalise_self`` (see :mod:`fglcore.distributed.sampling` and
+    :mod:`fglcore.distributed.shard`), ``boundary_ratio`` (BNS-GCN's p)."""
 
     variant: str = "ours"
     sample_ratio: float = 0.25
     sampling: str = "draws"
     label_source: str = "train"
     normalise_self: bool = True
+    boundary_ratio: float = 0.1  # BNS-GCN's p (variant "bns")
 
 
 class DistributedTrainer:
@@ -96,23 +100,38 @@ class DistributedTrainer:
         o = self.options
         if o.variant == "ours-full":
             return self.full_plans()
+        if o.variant == BNS:
+            return self.bns_plans()
         picks = {}
         for s in self.shards:
             picks[s.cid] = sample_nodes(self.draws[s.cid], budget(s.n, o.sample_ratio), o.sampling,
                                         self.generators[s.cid])
         sends = {pair: t for s in self.shards for pair, t in s.sampled_id_messages(picks[s.cid][0]).items()}
-        # a receiver does not know how many ids come: it learns the counts first (8 bytes per pair)
-        counts = self.exchange.all_to_all({p: torch.tensor([[t.shape[0]]]) for p, t in sends.items()},
-                                          {(j, s.cid): 1 for s in self.shards for j in s.neighbours},
-                                          1, torch.int64, "sampled_count")
-        got = self.exchange.all_to_all(sends, {p: int(c) for p, c in counts.items()}, 1, torch.int64,
-                                       "sampled_ids")
+        got = self.share_ids(sends)
         plans = {}
         for s in self.shards:
             nodes, inclusion = picks[s.cid]
             far = {j: got[(j, s.cid)].view(-1) for j in s.neighbours}
             plans[s.cid] = s.plan(nodes, inclusion if o.variant == "ours" else None, far, o.normalise_self)
         return plans
+
+    def share_ids(self, sends: dict[tuple[int, int], Tensor]) -> dict[tuple[int, int], Tensor]:
+        """Deliver each ``(sender, receiver)`` list of sampled positions (``sampled_ids``); a receiver does not
+        know how many ids come, so it learns the counts first (``sampled_count``, 8 bytes per pair)."""
+        counts = self.exchange.all_to_all({p: torch.tensor([[t.shape[0]]]) for p, t in sends.items()},
+                                          {(j, s.cid): 1 for s in self.shards for j in s.neighbours},
+                                          1, torch.int64, "sampled_count")
+        return self.exchange.all_to_all(sends, {p: int(c) for p, c in counts.items()}, 1, torch.int64,
+                                        "sampled_ids")
+
+    def bns_plans(self) -> dict[int, EpochPlan]:
+        """BNS-GCN's epoch (:meth:`Shard.bns_plan`): each client picks its boundary share toward every neighbour
+        and sends the picked positions, as the official code's ``one_hops`` transfer."""
+        picks = {s.cid: s.boundary_choice(self.options.boundary_ratio, self.generators[s.cid]) for s in self.shards}
+        sends = {(s.cid, j): picks[s.cid][0][j].view(-1, 1) for s in self.shards for j in s.neighbours}
+        got = self.share_ids(sends)
+        return {s.cid: s.bns_plan(*picks[s.cid], {j: got[(j, s.cid)].view(-1) for j in s.neighbours})
+                for s in self.shards}
 
     def full_plans(self) -> dict[int, EpochPlan]:
         if self._full is None:

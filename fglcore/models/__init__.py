@@ -9,6 +9,7 @@ name                      tasks           follows
 ``gat``                   node, graph     Veličković et al., ICLR 2018
 ``gin``                   node, graph     Xu et al., ICLR 2019 (the default graph backbone)
 ``mlp``                   node, graph     node-wise MLP, ignores the graph
+``1gnn``                  node            Morris et al., AAAI 2019 (1-GNN = GraphConv, sum aggregation)
 ``decoupled_gcn``         node            MLP then K propagation steps (FedStruct; APPNP if alpha > 0)
 ========================  ==============  ===========================================================
 
@@ -32,6 +33,7 @@ file                       holds
 ``gin.py``                 :class:`GIN`, ``gin_mlp``, ``gin_conv``
 ``mlp.py``                 :class:`MLP`
 ``linear.py``              :class:`~fglcore.models.linear.NodeWiseLinear`, ``linear_conv``
+``one_gnn.py``             :class:`~fglcore.models.one_gnn.OneGNN` (the local-bias paper's 1-GNN)
 ``propagation.py``         :class:`Propagation`
 ``decoupled_gcn.py``       :class:`DecoupledGCN`
 ``graph_classifier.py``    :class:`GraphClassifier`
@@ -78,6 +80,7 @@ from fglcore.models.gcn import GCN, gcn_conv
 from fglcore.models.gin import GIN, gin_conv
 from fglcore.models.graph_classifier import POOLS, GraphClassifier
 from fglcore.models.linear import linear_conv
+from fglcore.models.one_gnn import OneGNN
 from fglcore.models.mlp import MLP
 from fglcore.models.propagation import Propagation
 from fglcore.models.sage import GraphSAGE, sage_conv
@@ -185,6 +188,7 @@ for _spec in (
     ModelSpec("gat", "Veličković et al., ICLR 2018", GAT, gat_conv),
     ModelSpec("gin", "Xu et al., ICLR 2019", GIN, gin_conv),
     ModelSpec("mlp", "multi-layer perceptron", MLP, linear_conv),
+    ModelSpec("1gnn", "Morris et al., AAAI 2019 (1-GNN, sum aggregation)", OneGNN, None),
     ModelSpec(
         "decoupled_gcn",
         "Aliakbari et al., ICLR 2025 (FedStruct); Klicpera et al., ICLR 2019 (APPNP)",
