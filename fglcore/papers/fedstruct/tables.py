@@ -343,6 +343,32 @@ def layout(results: pd.DataFrame, table: str = "2", column: str = "num_clients")
     return out.loc[_row_order(out.index)].fillna("—")
 
 
+def token_value(setting: str, key: str) -> float | None:
+    """The number of the setting token ``key=<value>``: ``("nsf=h2v, train=0.05", "train")`` -> ``0.05``."""
+    for part in str(setting or "").split(","):
+        name, _, value = part.strip().partition("=")
+        if name == key and value:
+            return float(value)
+    return None
+
+
+def curve_table(results: pd.DataFrame, table: str, token: str) -> pd.DataFrame:
+    """Our curves of a figure (``fig4a``: ``token="train"``, ``fig4b``: ``"layers"``): one row per paper row
+    and x (the setting token's value), with mean, population std over seeds (the paper's aggregation) and runs."""
+    frame = results[results["table"] == table] if "table" in results else results
+    cells = ours_cells(frame, PAPER, metrics=["accuracy"])
+    columns = ["row", token, "mean", "std", "runs"]
+    if cells.empty:
+        return pd.DataFrame(columns=columns)
+    out = pd.DataFrame({"row": [row_label(m, s, md) for m, s, md in zip(cells["method"], cells["setting"],
+                                                                          cells["model"])],
+                        token: [token_value(s, token) for s in cells["setting"]],
+                        "mean": cells["mean"].round(2), "std": cells["std"].round(2), "runs": cells["n_seeds"]})
+    order = {label: i for i, label in enumerate(_row_order(out["row"]))}
+    return out.sort_values(["row", token], key=lambda c: c.map(order) if c.name == "row" else c,
+                           ignore_index=True)[columns]
+
+
 def paper_table(table: str = "2", datasets: Sequence[str] | None = None, column: str = "num_clients") -> pd.DataFrame:
     """The paper's own numbers of ``table`` (``paper.yaml``) in the layout of :func:`layout`."""
     entries = paper_entries(PAPER, table)
