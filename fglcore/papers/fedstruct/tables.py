@@ -148,7 +148,7 @@ def table5(dataset: str) -> dict[str, Any]:
 def row_fields(row_id: str, dataset: str) -> dict[str, Any]:
     """Config fields of row ``row_id`` on ``dataset``: algorithm, model, widths, dropout, options, setting.
 
-    FedStruct rows and the DGCN baselines take Table 5's :math:`\theta_f` (one hidden layer of
+    FedStruct rows and the DGCN baselines take Table 5's :math:`\\theta_f` (one hidden layer of
     ``theta_f[1]``) and :math:`L`; a DGCN baseline is FedStruct's feature branch alone
     (:func:`~fglcore.models.fedstruct.feature_branch_options` as ``model_options``), on the global graph
     (Central), the client's subgraph (Local) or federated (FedSGD, FedAvg)."""
@@ -343,12 +343,13 @@ def layout(results: pd.DataFrame, table: str = "2", column: str = "num_clients")
     return out.loc[_row_order(out.index)].fillna("—")
 
 
-def token_value(setting: str, key: str) -> float | None:
-    """The number of the setting token ``key=<value>``: ``("nsf=h2v, train=0.05", "train")`` -> ``0.05``."""
+def token_value(setting: str, key: str) -> int | float | None:
+    """The number of the setting token ``key=<value>``: ``("nsf=h2v, train=0.05", "train")`` -> ``0.05``,
+    ``("layers=10", "layers")`` -> ``10``; ``None`` without that token."""
     for part in str(setting or "").split(","):
         name, _, value = part.strip().partition("=")
         if name == key and value:
-            return float(value)
+            return int(value) if value.lstrip("-").isdigit() else float(value)
     return None
 
 
@@ -472,7 +473,7 @@ FIG4B_ROWS = ["fedstruct_deg", "fedstruct_fedstar", "fedstruct_h2v", "central", 
 not implemented); any row of a GraphSAGE, a decoupled GCN or FedStruct can be added, e.g. ``fedsgd_dgcn``."""
 FIG4B_LAYERS = list(range(1, 51))
 """Fig. 4(b)'s depths: the official layers script runs 0-50 (digest 5.8); depth 0 is left out (no GraphSAGE of
-zero layers, and FedStruct's :math:`\bar A = \hat A^0 = I` drops the structure's graph)."""
+zero layers, and FedStruct's :math:`\\bar A = \\hat A^0 = I` drops the structure's graph)."""
 FIG4B_READINGS = ("structure", "both")
 """What "number of propagation layers" sets in a FedStruct row (see :func:`with_depth`)."""
 GNN_DEPTH_WIDTH = 64
@@ -482,8 +483,8 @@ GNN_DEPTH_WIDTH = 64
 def with_depth(row_id: str, fields: dict[str, Any], depth: int, reading: str = "structure") -> dict[str, Any]:
     """``fields`` of row ``row_id`` at Fig. 4(b)'s depth ``depth`` ("number of propagation layers").
 
-    * FedStruct: :math:`L_s`, the power of :math:`\bar A = \hat A^{L_s}` of the structure branch
-      (``reading="structure"``, the official layers script: it recomputes only :math:`\bar A`, the feature
+    * FedStruct: :math:`L_s`, the power of :math:`\\bar A = \\hat A^{L_s}` of the structure branch
+      (``reading="structure"``, the official layers script: it recomputes only :math:`\\bar A`, the feature
       branch keeps Table 5's :math:`L`), or also the feature branch's :math:`L` (``reading="both"``, the
       caption's "layers" of every decoupled GCN);
     * a decoupled GCN baseline: its propagation steps ``K`` (``model_options``);
@@ -613,7 +614,7 @@ def ablations_plan(datasets: Sequence[str], partitions: Sequence[str], table6_me
     for name, rows_ in (("table6_methods", table6_methods), ("table7_methods", table7_methods),
                         ("fig4c_methods", fig4c_methods), ("fig4a_methods", fig4a_methods),
                         ("fig4b_methods", fig4b_methods)):
-        with experiment.parameters_named({"algorithm": name}):
+        with experiment.parameters_named({"algorithm": name, "methods": name}):
             missing_rows += split_rows(rows_)[1]
     common = {"seed": "seeds", "dataset": "datasets", "rounds": "rounds", "partition": "partitions"}
     with experiment.parameters_named({**common, "algorithm": "table6_methods"}):
