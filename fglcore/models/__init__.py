@@ -16,7 +16,10 @@ Node models are called ``model(x, edge_index)``; graph models are a
 :class:`~fglcore.models.graph_classifier.GraphClassifier` around the named
 backbone, called ``model(x, edge_index, batch)``. Each model's options and
 their defaults are the keyword arguments of its class (node task) or conv
-builder (graph task, plus ``pool``); :meth:`ModelSpec.options` lists them.
+builder (graph task, plus ``pool``); :meth:`ModelSpec.options` lists them,
+:meth:`ModelSpec.check_options` checks names, types and ranges. An experiment
+passes them as ``ExperimentConfig.model_options`` (e.g. ``{"K": 2}`` for the
+decoupled GCN's propagation depth).
 
 One model per file; GCN and GraphSAGE are PyG's ``GCN`` and ``GraphSAGE``
 models, GAT, GIN and MLP are PyG ``BasicGNN`` models with the papers' layers

@@ -28,6 +28,14 @@ trajectory as the per-client loop up to dropout masks, about K times cheaper;
 the official hidden widths (:data:`GNN_LAYERS`): ``num_layers`` SAGE
 convolutions of the first width, the last one to the classes (the official
 model adds a linear head after its convolutions: the same receptive field).
+The baselines' "DGCN" (Table 6) is FedStruct's feature branch alone, the
+registry's ``decoupled_gcn`` with Table 5's :math:`\\theta_f` and its depth
+:math:`L` as ``config.model_options`` (:func:`row_fields`).
+
+Figures (``notebooks/fedstruct/4_ablations``, :func:`ablations_plan`): Fig. 4(a)
+(:func:`figure4a_configs`, labelled fraction as the setting token ``train=``),
+Fig. 4(b) (:func:`figure4b_configs`, number of layers as ``layers=``, what it sets
+per row: :func:`with_depth`) and Fig. 4(c) (number of clients).
 """
 from __future__ import annotations
 
@@ -87,10 +95,19 @@ class Row:
 
 
 ROWS: dict[str, Row] = {
+    # in Table 6's order (Table 2's rows are a subsequence of it); the DGCN rows are FedStruct's feature
+    # branch alone (Table 5's theta_f and L through config.model_options), the "-F" rows Table 7's unpruned ones
     "central": Row("Central GNN", "central", "sage"),
     "central_union": Row("Central GNN, cross-client edges dropped", "central", "sage", {"graph": "union"},
                          "graph=union"),
+    "central_dgcn": Row("Central DGCN", "central", "decoupled_gcn"),
+    "central_mlp": Row("Central MLP", "central", "mlp"),
+    "fedavg": Row("FedAvg GNN", "fedavg", "sage"),
     "fedsgd": Row("FedSGD GNN", "fedsgd", "sage"),
+    "fedavg_dgcn": Row("FedAvg DGCN", "fedavg", "decoupled_gcn"),
+    "fedsgd_dgcn": Row("FedSGD DGCN", "fedsgd", "decoupled_gcn"),
+    "fedavg_mlp": Row("FedAvg MLP", "fedavg", "mlp"),
+    "fedsgd_mlp": Row("FedSGD MLP", "fedsgd", "mlp"),
     "fedsage_plus": Row("FedSage+", "fedsage_plus", "sage"),
     "fedpub": Row("FedPub", "fedpub", None),
     "fedgcn_1hop": Row("FedGCN-1hop (†)", "fedgcn_1hop", "sage", note="not private"),
@@ -100,26 +117,16 @@ ROWS: dict[str, Row] = {
     "fedstruct_h2v": Row("FedStruct (H2V)", "fedstruct", "decoupled_gcn", {"nsf": "h2v"}, "nsf=h2v"),
     "fedstruct_h2v_f": Row("FedStruct (H2V)-F", "fedstruct", "decoupled_gcn", {"nsf": "h2v", "pruning": "none"},
                            "nsf=h2v, pruning=none"),
-    "local": Row("Local GNN", "local", "sage"),
-    # Table 6's further baselines: the decoupled GCN ("DGCN": FedStruct's feature branch alone, Table 5's
-    # theta_f and L through config.model_options) and the MLP
-    "central_dgcn": Row("Central DGCN", "central", "decoupled_gcn"),
-    "central_mlp": Row("Central MLP", "central", "mlp"),
-    "fedavg": Row("FedAvg GNN", "fedavg", "sage"),
-    "fedavg_dgcn": Row("FedAvg DGCN", "fedavg", "decoupled_gcn"),
-    "fedsgd_dgcn": Row("FedSGD DGCN", "fedsgd", "decoupled_gcn"),
-    "fedavg_mlp": Row("FedAvg MLP", "fedavg", "mlp"),
-    "fedsgd_mlp": Row("FedSGD MLP", "fedsgd", "mlp"),
-    "local_dgcn": Row("Local DGCN", "local", "decoupled_gcn"),
-    "local_mlp": Row("Local MLP", "local", "mlp"),
-    # Table 7's unpruned variants
     "fedstruct_deg_f": Row("FedStruct (Deg)-F", "fedstruct", "decoupled_gcn", {"nsf": "deg", "pruning": "none"},
                            "nsf=deg, pruning=none"),
     "fedstruct_fedstar_f": Row("FedStruct (Fed⋆)-F", "fedstruct", "decoupled_gcn",
                                {"nsf": "fedstar", "pruning": "none"}, "nsf=fedstar, pruning=none"),
+    "local": Row("Local GNN", "local", "sage"),
+    "local_dgcn": Row("Local DGCN", "local", "decoupled_gcn"),
+    "local_mlp": Row("Local MLP", "local", "mlp"),
 }
-"""Table 2's rows in its order (plus FedGCN-1hop of Table 6, and the central model on the clients' subgraphs
-without their cross edges, for the motivation), by row id."""
+"""Every row of Tables 2, 6 and 7 (and the central model on the clients' subgraphs without their cross edges, for
+the motivation), by row id, in Table 6's order (layouts list rows in this order)."""
 TABLE2_ROWS = ["central", "fedsgd", "fedsage_plus", "fedpub", "fedgcn_2hop", "fedstruct_deg", "fedstruct_fedstar",
                "fedstruct_h2v", "fedstruct_h2v_f", "local"]
 
