@@ -40,6 +40,12 @@ class ExperimentConfig:
 
     Defaults follow common FGL practice (OpenFGL / FedAvg); each paper's
     parameter files set the values its paper or official code uses.
+    ``model_options`` are the options of ``model`` beyond width, depth and
+    dropout (:meth:`fglcore.models.ModelSpec.options`, e.g. the decoupled
+    GCN's propagation steps ``K``), checked against the model's accepted
+    names, types and ranges; only algorithms that build ``model`` through
+    :meth:`fglcore.algorithms.base.Algorithm.make_model` accept them
+    (:attr:`~fglcore.algorithms.base.Algorithm.honours_model_options`).
     """
 
     # what the rows are tagged with
@@ -59,6 +65,7 @@ class ExperimentConfig:
     algorithm: str = "fedavg"
     algorithm_options: dict = field(default_factory=dict)
     model: str = "gcn"
+    model_options: dict = field(default_factory=dict)  # the model's own options, e.g. {"K": 2} (decoupled_gcn)
     hidden: int = _bounded(64, POSITIVE)
     num_layers: int = _bounded(2, POSITIVE)
     dropout: float = _bounded(0.5, FRACTION)
@@ -123,6 +130,8 @@ class ExperimentConfig:
         for key, registry in (("algorithm", ALGORITHMS), ("partition", PARTITIONERS), ("split", SPLITS),
                               ("model", MODELS)):
             check_choice(key, getattr(self, key), registry.names())
+        if self.model_options:
+            MODELS.get(self.model).check_options(task, self.model_options, prefix="model_options")
         algorithm = ALGORITHMS.get(self.algorithm)
         if task not in algorithm.tasks:
             raise ConfigError(

@@ -124,6 +124,10 @@ def _config_dict(config: ExperimentConfig | Mapping[str, Any]) -> dict[str, Any]
     raise TypeError(f"expected an ExperimentConfig or a mapping, got {type(config).__name__}")
 
 
+EMPTY_OMITTED_KEYS = frozenset({"model_options"})
+"""Configuration keys added after results were stored: left out of the hashes while empty (their default), so
+every earlier configuration keeps its id and its stored rows."""
+
 RUN_LABEL_KEYS = frozenset({"paper", "table", "setting"})
 """Configuration keys that only label a run (the table it feeds), left out of :func:`run_id`."""
 
@@ -131,6 +135,9 @@ RUN_LABEL_KEYS = frozenset({"paper", "table", "setting"})
 def _hash(config: ExperimentConfig | Mapping[str, Any], ignored: frozenset[str], *,
           fill_defaults: bool = False) -> str:
     values = {k: v for k, v in _config_dict(config).items() if k not in ignored}
+    for key in EMPTY_OMITTED_KEYS:
+        if key in values and not values[key]:
+            del values[key]
     if "dataset" in values:  # a user's graph is identified by its content, not by where it lies
         from fglcore.data.datasets import dataset_label
 
@@ -147,7 +154,7 @@ def config_id(config: ExperimentConfig | Mapping[str, Any]) -> str:
     """A short, stable hash of every setting that can change the results.
 
     The hash covers all fields of the (validated) configuration, defaults
-    included, except :data:`IGNORED_CONFIG_KEYS`. A changed default therefore
+    included, except :data:`IGNORED_CONFIG_KEYS` (and :data:`EMPTY_OMITTED_KEYS` while empty). A changed default therefore
     changes the id, so stored results are never mistaken for runs of the new
     default.
     """

@@ -71,11 +71,21 @@ class Algorithm:
     secure_aggregation_unsupported: ClassVar[str | None] = None
     models: ClassVar[tuple[str, ...] | None] = None
     """The backbones (``config.model``) the algorithm trains; ``None``: any registered model."""
+    honours_model_options: ClassVar[bool] = False
+    """Whether ``config.model_options`` reach the model: declared ``True`` by an algorithm whose models all
+    come from :meth:`make_model` (not overridden). Not inherited (a subclass that builds its models in
+    another way must not accept them silently): each class declares it itself, see :meth:`uses_model_options`;
+    any other algorithm rejects non-empty options."""
 
     @classmethod
     def check_config(cls, config: ExperimentConfig) -> None:
         """Reject settings this algorithm cannot honour; called by config validation, before any data loads."""
         cls.check_options(config.algorithm_options)
+        if config.model_options and not cls.uses_model_options():
+            accepted = [n for n in ALGORITHMS.names() if ALGORITHMS.get(n).uses_model_options()]
+            raise ConfigError(f"model_options: {cls.name} does not pass model_options to its models "
+                              f"({config.model_options!r}); leave them empty, or use an algorithm that does: "
+                              f"{', '.join(accepted)}")
         if cls.models is not None and config.model not in cls.models:
             raise ConfigError(f"model: {config.model!r} is not accepted by {cls.name}; accepted: "
                               f"{', '.join(cls.models)}")
@@ -84,6 +94,11 @@ class Algorithm:
                 f"secure_aggregation: not supported by {cls.name} -- {cls.secure_aggregation_unsupported}; "
                 "set secure_aggregation to false"
             )
+
+    @classmethod
+    def uses_model_options(cls) -> bool:
+        """``config.model_options`` reach this algorithm's models (:attr:`honours_model_options`)."""
+        return bool(cls.__dict__.get("honours_model_options", False)) and cls.make_model is Algorithm.make_model
 
     @classmethod
     def check_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -152,7 +167,8 @@ class Algorithm:
     # -- models and trainers ----------------------------------------------------------------------
 
     def make_model(self, in_channels: int, out_channels: int) -> nn.Module:
-        """``config.model`` with the config's width, depth and dropout; node models cache their graph."""
+        """``config.model`` with the config's width, depth, dropout and ``model_options``; node models cache
+        their graph."""
         c = self.config
         return build_model(
             c.model,
@@ -163,6 +179,7 @@ class Algorithm:
             dropout=c.dropout,
             task=self.task,
             cached=self.task == "node",
+            **c.model_options,
         )
 
     def init_models(self) -> tuple[nn.Module, list[nn.Module]]:

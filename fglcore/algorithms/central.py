@@ -126,6 +126,7 @@ class Central(Algorithm):
     default_options = {"graph": "whole"}
     option_choices = {"graph": ("whole", "union")}
     citation = "Centralised training reference (no federation)"
+    honours_model_options = True
 
     def build(self, channel: Channel) -> tuple[None, list[Client]]:
         learner = self._node_learner() if self.task == "node" else self._graph_learner()

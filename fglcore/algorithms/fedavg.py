@@ -132,6 +132,7 @@ class FedAvg(Algorithm):
     citation = (
         "McMahan et al., Communication-Efficient Learning of Deep Networks from Decentralized Data, AISTATS 2017"
     )
+    honours_model_options = True
 
     def build(self, channel: Channel) -> tuple[Server, list[Client]]:
         global_model, models = self.init_models()

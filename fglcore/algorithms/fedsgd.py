@@ -120,6 +120,7 @@ class FedSGD(FedAvg):
     citation = ("McMahan et al., Communication-Efficient Learning of Deep Networks from Decentralized Data, "
                 "AISTATS 2017 (FedSGD), as the baseline of Aliakbari et al., Decoupled Subgraph Federated "
                 "Learning, ICLR 2025")
+    honours_model_options = True
 
     def shared_names(self, models: Sequence[nn.Module]) -> list[str]:
         """Every parameter: one node federation, one model."""

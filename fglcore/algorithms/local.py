@@ -27,6 +27,7 @@ class Local(Algorithm):
     name = "local"
     tasks = ("node", "graph")
     citation = "Local training baseline, as in Xie et al., Federated Graph Classification over Non-IID Graphs, NeurIPS 2021"
+    honours_model_options = True
 
     def build(self, channel: Channel) -> tuple[None, list[Client]]:
         _, models = self.init_models()

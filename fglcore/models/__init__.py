@@ -17,7 +17,10 @@ Node models are called ``model(x, edge_index)``; graph models are a
 :class:`~fglcore.models.graph_classifier.GraphClassifier` around the named
 backbone, called ``model(x, edge_index, batch)``. Each model's options and
 their defaults are the keyword arguments of its class (node task) or conv
-builder (graph task, plus ``pool``); :meth:`ModelSpec.options` lists them.
+builder (graph task, plus ``pool``); :meth:`ModelSpec.options` lists them,
+:meth:`ModelSpec.check_options` checks names, types and ranges. An experiment
+passes them as ``ExperimentConfig.model_options`` (e.g. ``{"K": 2}`` for the
+decoupled GCN's propagation depth).
 
 One model per file; GCN and GraphSAGE are PyG's ``GCN`` and ``GraphSAGE``
 models, GAT, GIN and MLP are PyG ``BasicGNN`` models with the papers' layers
@@ -67,12 +70,13 @@ from __future__ import annotations
 import inspect
 import typing
 from contextlib import nullcontext
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
 import torch
 from torch import nn
 
+from fglcore.checks import NON_NEGATIVE, POSITIVE, PROBABILITY, Bounds, check_choice, check_number
 from fglcore.config import ConfigError, check_type, check_unknown_keys
 from fglcore.models.decoupled_gcn import DecoupledGCN
 from fglcore.models.gat import GAT, gat_conv
@@ -82,7 +86,7 @@ from fglcore.models.graph_classifier import POOLS, GraphClassifier
 from fglcore.models.linear import linear_conv
 from fglcore.models.one_gnn import OneGNN
 from fglcore.models.mlp import MLP
-from fglcore.models.propagation import Propagation
+from fglcore.models.propagation import NORMALIZATIONS, Propagation
 from fglcore.models.sage import GraphSAGE, sage_conv
 from fglcore.models.sgc import SGC
 from fglcore.registry import Registry
@@ -106,12 +110,17 @@ class ModelSpec:
     out_channels, num_layers, dropout, cached`` it accepts (``sgc`` takes no
     hidden width, depth or dropout) plus the model's options. ``graph_conv``
     builds one hidden -> hidden layer of a :class:`GraphClassifier`.
+    ``option_bounds`` (numbers) and ``option_choices`` (strings) give the
+    accepted values of options, checked by :meth:`check_options` before
+    anything is built (e.g. the decoupled GCN's propagation depth ``K >= 0``).
     """
 
     name: str
     reference: str
     node_model: Callable[..., nn.Module] | None = None
     graph_conv: Callable[..., nn.Module] | None = None
+    option_bounds: Mapping[str, Bounds] = field(default_factory=dict)
+    option_choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def tasks(self) -> tuple[str, ...]:
@@ -135,15 +144,27 @@ class ModelSpec:
             return {n: p.default for n, p in _keyword_options(factory, _STANDARD_ARGUMENTS).items()}
         return {n: p.default for n, p in _keyword_options(factory, _GRAPH_CONV_ARGUMENTS).items()} | _GRAPH_DEFAULTS
 
-    def check_options(self, task: str, options: dict[str, Any]) -> None:
-        """Raise :class:`ConfigError` for an unknown option or a value of the wrong type."""
+    def check_options(self, task: str, options: dict[str, Any], prefix: str | None = None) -> None:
+        """Raise :class:`ConfigError` for an unknown option, a value of the wrong type or out of its range.
+
+        Errors name the option as ``<prefix>.<key>`` (default prefix: the model's name; the configuration
+        passes ``"model_options"``).
+        """
+        what = f"option of model {self.name!r} ({task} task)" if prefix is None else \
+            f"{prefix} key of model {self.name!r} ({task} task)"
+        prefix = self.name if prefix is None else prefix
         accepted = self.options(task)
-        check_unknown_keys(options, list(accepted), f"option of model {self.name!r} ({task} task)")
+        check_unknown_keys(options, list(accepted), what)
         factory = self._factory(task)
         hints = typing.get_type_hints(factory.__init__ if inspect.isclass(factory) else factory)
         for key, value in options.items():
             if key in hints:
-                check_type(f"{self.name}.{key}", value, hints[key])
+                check_type(f"{prefix}.{key}", value, hints[key])
+            if key in self.option_bounds:
+                integer = isinstance(accepted[key], int) and not isinstance(accepted[key], bool)
+                check_number(f"{prefix}.{key}", value, self.option_bounds[key], integer=integer)
+            if key in self.option_choices:
+                check_choice(f"{prefix}.{key}", value, list(self.option_choices[key]))
         if task == "graph" and options.get("pool", "add") not in POOLS:
             raise ConfigError(f"{self.name}.pool: {options['pool']!r} is not accepted; accepted: {', '.join(POOLS)}")
 
@@ -183,7 +204,7 @@ MODELS: Registry[ModelSpec] = Registry("model")
 
 for _spec in (
     ModelSpec("gcn", "Kipf & Welling, ICLR 2017", GCN, gcn_conv),
-    ModelSpec("sgc", "Wu et al., ICML 2019", SGC, None),
+    ModelSpec("sgc", "Wu et al., ICML 2019", SGC, None, option_bounds={"K": POSITIVE}),
     ModelSpec("sage", "Hamilton et al., NeurIPS 2017", GraphSAGE, sage_conv),
     ModelSpec("gat", "Veličković et al., ICLR 2018", GAT, gat_conv),
     ModelSpec("gin", "Xu et al., ICLR 2019", GIN, gin_conv),
@@ -194,6 +215,8 @@ for _spec in (
         "Aliakbari et al., ICLR 2025 (FedStruct); Klicpera et al., ICLR 2019 (APPNP)",
         DecoupledGCN,
         None,
+        option_bounds={"K": NON_NEGATIVE, "alpha": PROBABILITY},
+        option_choices={"normalization": NORMALIZATIONS},
     ),
 ):
     MODELS.register(_spec.name, _spec)

@@ -10,6 +10,18 @@ from torch_geometric.nn import MLP as PygMLP
 from fglcore.models.decoupled_gcn import DecoupledGCN
 
 
+def feature_branch_options(feature_hops: int = 2, input_layer_norm: bool = True) -> dict:
+    r"""The :class:`~fglcore.models.decoupled_gcn.DecoupledGCN` options of FedStruct's feature branch
+    :math:`\hat A_i^{L}\,\mathrm{MLP}_{\theta_f}(X_i)`: ``K`` :math:`= L` steps of the row-normalised
+    :math:`\hat A = \tilde D^{-1}\tilde A` (Sec. 3), LayerNorm on the MLP input (official code, digest §4.5).
+
+    The paper's DGCN baselines (Table 6: Central/Local/FedSGD/FedAvg DGCN, "FedStruct with an underlying
+    decoupled GCN") are this branch alone: ``build_model("decoupled_gcn", ..., **feature_branch_options(L))``
+    (``config.model_options``) builds the same module as :attr:`FedStructModel.feature`.
+    """
+    return {"K": feature_hops, "normalization": "rw", "input_layer_norm": input_layer_norm}
+
+
 class FedStructModel(nn.Module):
     r"""FedStruct (Aliakbari et al., "Decoupled Subgraph Federated Learning", ICLR 2025, Eqs. 6-10):
 
@@ -67,8 +79,8 @@ class FedStructModel(nn.Module):
         cached: bool = True,
     ):
         super().__init__()
-        self.feature = DecoupledGCN(in_channels, hidden_channels, out_channels, num_layers, dropout, K=feature_hops,
-                                    normalization="rw", cached=cached, input_layer_norm=input_layer_norm)
+        self.feature = DecoupledGCN(in_channels, hidden_channels, out_channels, num_layers, dropout, cached=cached,
+                                    **feature_branch_options(feature_hops, input_layer_norm))
         self.structure_norm = nn.LayerNorm(structure_channels) if input_layer_norm else None
         self.structure = PygMLP([structure_channels, *structure_hidden, out_channels], dropout=dropout, norm=None,
                                 plain_last=True)

@@ -28,6 +28,14 @@ trajectory as the per-client loop up to dropout masks, about K times cheaper;
 the official hidden widths (:data:`GNN_LAYERS`): ``num_layers`` SAGE
 convolutions of the first width, the last one to the classes (the official
 model adds a linear head after its convolutions: the same receptive field).
+The baselines' "DGCN" (Table 6) is FedStruct's feature branch alone, the
+registry's ``decoupled_gcn`` with Table 5's :math:`\\theta_f` and its depth
+:math:`L` as ``config.model_options`` (:func:`row_fields`).
+
+Figures (``notebooks/fedstruct/4_ablations``, :func:`ablations_plan`): Fig. 4(a)
+(:func:`figure4a_configs`, labelled fraction as the setting token ``train=``),
+Fig. 4(b) (:func:`figure4b_configs`, number of layers as ``layers=``, what it sets
+per row: :func:`with_depth`) and Fig. 4(c) (number of clients).
 """
 from __future__ import annotations
 
@@ -40,6 +48,7 @@ import pandas as pd
 from fglcore.compare import format_mean_std, load_paper, ours_cells, paper_entries
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.datasets import availability, available
+from fglcore.models.fedstruct import feature_branch_options
 
 PAPER = "fedstruct"
 
@@ -87,10 +96,19 @@ class Row:
 
 
 ROWS: dict[str, Row] = {
+    # in Table 6's order (Table 2's rows are a subsequence of it); the DGCN rows are FedStruct's feature
+    # branch alone (Table 5's theta_f and L through config.model_options), the "-F" rows Table 7's unpruned ones
     "central": Row("Central GNN", "central", "sage"),
     "central_union": Row("Central GNN, cross-client edges dropped", "central", "sage", {"graph": "union"},
                          "graph=union"),
+    "central_dgcn": Row("Central DGCN", "central", "decoupled_gcn"),
+    "central_mlp": Row("Central MLP", "central", "mlp"),
+    "fedavg": Row("FedAvg GNN", "fedavg", "sage"),
     "fedsgd": Row("FedSGD GNN", "fedsgd", "sage"),
+    "fedavg_dgcn": Row("FedAvg DGCN", "fedavg", "decoupled_gcn"),
+    "fedsgd_dgcn": Row("FedSGD DGCN", "fedsgd", "decoupled_gcn"),
+    "fedavg_mlp": Row("FedAvg MLP", "fedavg", "mlp"),
+    "fedsgd_mlp": Row("FedSGD MLP", "fedsgd", "mlp"),
     "fedsage_plus": Row("FedSage+", "fedsage_plus", "sage"),
     "fedpub": Row("FedPub", "fedpub", None),
     "fedgcn_1hop": Row("FedGCN-1hop (†)", "fedgcn_1hop", "sage", note="not private"),
@@ -100,21 +118,16 @@ ROWS: dict[str, Row] = {
     "fedstruct_h2v": Row("FedStruct (H2V)", "fedstruct", "decoupled_gcn", {"nsf": "h2v"}, "nsf=h2v"),
     "fedstruct_h2v_f": Row("FedStruct (H2V)-F", "fedstruct", "decoupled_gcn", {"nsf": "h2v", "pruning": "none"},
                            "nsf=h2v, pruning=none"),
-    "local": Row("Local GNN", "local", "sage"),
-    # Table 6's further baselines (DGCN baselines need the decoupled GCN's depth as a config field: not run)
-    "central_mlp": Row("Central MLP", "central", "mlp"),
-    "fedavg": Row("FedAvg GNN", "fedavg", "sage"),
-    "fedavg_mlp": Row("FedAvg MLP", "fedavg", "mlp"),
-    "fedsgd_mlp": Row("FedSGD MLP", "fedsgd", "mlp"),
-    "local_mlp": Row("Local MLP", "local", "mlp"),
-    # Table 7's unpruned variants
     "fedstruct_deg_f": Row("FedStruct (Deg)-F", "fedstruct", "decoupled_gcn", {"nsf": "deg", "pruning": "none"},
                            "nsf=deg, pruning=none"),
     "fedstruct_fedstar_f": Row("FedStruct (Fed⋆)-F", "fedstruct", "decoupled_gcn",
                                {"nsf": "fedstar", "pruning": "none"}, "nsf=fedstar, pruning=none"),
+    "local": Row("Local GNN", "local", "sage"),
+    "local_dgcn": Row("Local DGCN", "local", "decoupled_gcn"),
+    "local_mlp": Row("Local MLP", "local", "mlp"),
 }
-"""Table 2's rows in its order (plus FedGCN-1hop of Table 6, and the central model on the clients' subgraphs
-without their cross edges, for the motivation), by row id."""
+"""Every row of Tables 2, 6 and 7 (and the central model on the clients' subgraphs without their cross edges, for
+the motivation), by row id, in Table 6's order (layouts list rows in this order)."""
 TABLE2_ROWS = ["central", "fedsgd", "fedsage_plus", "fedpub", "fedgcn_2hop", "fedstruct_deg", "fedstruct_fedstar",
                "fedstruct_h2v", "fedstruct_h2v_f", "local"]
 
@@ -141,7 +154,12 @@ def table5(dataset: str) -> dict[str, Any]:
 
 
 def row_fields(row_id: str, dataset: str) -> dict[str, Any]:
-    """Config fields of row ``row_id`` on ``dataset``: algorithm, model, widths, dropout, options, setting."""
+    """Config fields of row ``row_id`` on ``dataset``: algorithm, model, widths, dropout, options, setting.
+
+    FedStruct rows and the DGCN baselines take Table 5's :math:`\\theta_f` (one hidden layer of
+    ``theta_f[1]``) and :math:`L`; a DGCN baseline is FedStruct's feature branch alone
+    (:func:`~fglcore.models.fedstruct.feature_branch_options` as ``model_options``), on the global graph
+    (Central), the client's subgraph (Local) or federated (FedSGD, FedAvg)."""
     from fglcore.algorithms import ALGORITHMS
 
     if row_id not in ROWS:
@@ -150,9 +168,13 @@ def row_fields(row_id: str, dataset: str) -> dict[str, Any]:
     fields: dict[str, Any] = {"algorithm": row.algorithm, "setting": row.setting, "dropout": float(t5["dropout"]),
                               "lr": float(t5["lr"]), "weight_decay": float(t5["weight_decay"]),
                               "rounds": int(t5["epochs"]), "algorithm_options": dict(row.options)}
-    if row.algorithm == "fedstruct":
-        theta_f, theta_s = t5["theta_f"], t5["theta_s"]
-        fields.update(model="decoupled_gcn", hidden=int(theta_f[1]), num_layers=len(theta_f) - 1)
+    theta_f = t5["theta_f"]
+    decoupled = {"model": "decoupled_gcn", "hidden": int(theta_f[1]), "num_layers": len(theta_f) - 1}
+    if row.algorithm != "fedstruct" and row.model == "decoupled_gcn":  # Table 6's DGCN: the feature branch alone
+        fields.update(decoupled, model_options=feature_branch_options(int(t5["L"])))
+    elif row.algorithm == "fedstruct":
+        theta_s = t5["theta_s"]
+        fields.update(decoupled)
         fields["algorithm_options"].update(structure_hops=int(t5["L_s"]), feature_hops=int(t5["L"]),
                                            structure_dim=int(t5["d_s"]), prune_p=int(t5["p"]),
                                            structure_hidden=[int(h) for h in theta_s[1:-1]], simulation="fused")
@@ -275,7 +297,7 @@ def results_plan(datasets: Sequence[str], num_clients: Sequence[int], methods: S
 # ----------------------------------------------------------------------------- layouts
 
 
-EXTRA_TOKENS = ("cap=", "train=")
+EXTRA_TOKENS = ("cap=", "train=", "layers=")
 """Setting tokens that name a cell's partition option or label fraction, not the row (``paper.yaml`` notes)."""
 
 
@@ -321,6 +343,33 @@ def layout(results: pd.DataFrame, table: str = "2", column: str = "num_clients")
     out = pd.DataFrame(rows).pivot_table(index="row", columns=["dataset", name], values="cell",
                                          aggfunc="first", sort=False)
     return out.loc[_row_order(out.index)].fillna("—")
+
+
+def token_value(setting: str, key: str) -> int | float | None:
+    """The number of the setting token ``key=<value>``: ``("nsf=h2v, train=0.05", "train")`` -> ``0.05``,
+    ``("layers=10", "layers")`` -> ``10``; ``None`` without that token."""
+    for part in str(setting or "").split(","):
+        name, _, value = part.strip().partition("=")
+        if name == key and value:
+            return int(value) if value.lstrip("-").isdigit() else float(value)
+    return None
+
+
+def curve_table(results: pd.DataFrame, table: str, token: str) -> pd.DataFrame:
+    """Our curves of a figure (``fig4a``: ``token="train"``, ``fig4b``: ``"layers"``): one row per paper row
+    and x (the setting token's value), with mean, population std over seeds (the paper's aggregation) and runs."""
+    frame = results[results["table"] == table] if "table" in results else results
+    cells = ours_cells(frame, PAPER, metrics=["accuracy"])
+    columns = ["row", token, "mean", "std", "runs"]
+    if cells.empty:
+        return pd.DataFrame(columns=columns)
+    out = pd.DataFrame({"row": [row_label(m, s, md) for m, s, md in zip(cells["method"], cells["setting"],
+                                                                          cells["model"])],
+                        token: [token_value(s, token) for s in cells["setting"]],
+                        "mean": cells["mean"].round(2), "std": cells["std"].round(2), "runs": cells["n_seeds"]})
+    order = {label: i for i, label in enumerate(_row_order(out["row"]))}
+    return out.sort_values(["row", token], key=lambda c: c.map(order) if c.name == "row" else c,
+                           ignore_index=True)[columns]
 
 
 def paper_table(table: str = "2", datasets: Sequence[str] | None = None, column: str = "num_clients") -> pd.DataFrame:
@@ -405,10 +454,10 @@ def cost_projection(configs: Sequence[ExperimentConfig], run_log: pd.DataFrame,
 
 # ----------------------------------------------------------------------------- the appendix tables
 
-TABLE6_ROWS = ["central", "central_mlp", "fedavg", "fedsgd", "fedavg_mlp", "fedsgd_mlp", "fedsage_plus", "fedpub",
-               "fedgcn_1hop", "fedgcn_2hop", "fedstruct_deg", "fedstruct_fedstar", "fedstruct_h2v", "fedstruct_h2v_f",
-               "local", "local_mlp"]
-"""Table 6's rows (App. F.1) that we can run or list; its DGCN baselines are not run (see :data:`ROWS`)."""
+TABLE6_ROWS = ["central", "central_dgcn", "central_mlp", "fedavg", "fedsgd", "fedavg_dgcn", "fedsgd_dgcn",
+               "fedavg_mlp", "fedsgd_mlp", "fedsage_plus", "fedpub", "fedgcn_1hop", "fedgcn_2hop", "fedstruct_deg",
+               "fedstruct_fedstar", "fedstruct_h2v", "fedstruct_h2v_f", "local", "local_dgcn", "local_mlp"]
+"""Table 6's rows (App. F.1), in its order."""
 TABLE7_ROWS = ["fedstruct_deg", "fedstruct_fedstar", "fedstruct_h2v", "fedstruct_deg_f", "fedstruct_fedstar_f",
                "fedstruct_h2v_f"]
 """Table 7's FedStruct rows, pruned (p = 30) and full ("-F")."""
@@ -416,6 +465,50 @@ PARTITION_OPTIONS: dict[str, dict[str, Any]] = {"louvain": {"cap": "plus"}, "ran
 """FedStruct's partitioners with its options (``paper.yaml`` settings.partitions); Louvain cells add ``cap=plus``."""
 FIG4C_ROWS = ["fedsgd", "fedpub", "fedgcn_2hop", "fedstruct_deg", "fedstruct_fedstar", "fedstruct_h2v"]
 """Fig. 4(c)'s curves (Chameleon, random partition, 5-50 clients)."""
+FIG4A_ROWS = ["central", "fedstruct_h2v", "fedstruct_deg", "fedstruct_fedstar", "fedsgd", "fedsage_plus", "fedpub",
+              "local"]
+"""Fig. 4(a)'s curves, in its legend order (Cora, random partition, 10 clients)."""
+FIG4A_TRAIN = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5]
+"""Fig. 4(a)'s labelled fractions x (split x / 10% / 90% - x): only "5%...50%" is printed (digest item 19)."""
+FIG4B_ROWS = ["fedstruct_deg", "fedstruct_fedstar", "fedstruct_h2v", "central", "fedsgd"]
+"""Fig. 4(b)'s curves (Cora, K-means, 5 clients) but "H2V s" (inference on the structure embeddings alone:
+not implemented); any row of a GraphSAGE, a decoupled GCN or FedStruct can be added, e.g. ``fedsgd_dgcn``."""
+FIG4B_LAYERS = list(range(1, 51))
+"""Fig. 4(b)'s depths: the official layers script runs 0-50 (digest 5.8); depth 0 is left out (no GraphSAGE of
+zero layers, and FedStruct's :math:`\\bar A = \\hat A^0 = I` drops the structure's graph)."""
+FIG4B_READINGS = ("structure", "both")
+"""What "number of propagation layers" sets in a FedStruct row (see :func:`with_depth`)."""
+GNN_DEPTH_WIDTH = 64
+"""The official layers script's GraphSAGE: hidden sizes ``[64] * L`` (digest 5.8)."""
+
+
+def with_depth(row_id: str, fields: dict[str, Any], depth: int, reading: str = "structure") -> dict[str, Any]:
+    """``fields`` of row ``row_id`` at Fig. 4(b)'s depth ``depth`` ("number of propagation layers").
+
+    * FedStruct: :math:`L_s`, the power of :math:`\\bar A = \\hat A^{L_s}` of the structure branch
+      (``reading="structure"``, the official layers script: it recomputes only :math:`\\bar A`, the feature
+      branch keeps Table 5's :math:`L`), or also the feature branch's :math:`L` (``reading="both"``, the
+      caption's "layers" of every decoupled GCN);
+    * a decoupled GCN baseline: its propagation steps ``K`` (``model_options``);
+    * a GraphSAGE baseline: ``depth`` convolutions of width 64 (official ``[64] * L``).
+
+    Rows without a depth (MLP, FedPub's own model, FedGCN, FedSage+) raise :class:`ConfigError`.
+    """
+    row = ROWS[row_id]
+    out = {**fields, "algorithm_options": dict(fields["algorithm_options"])}
+    if row.algorithm == "fedstruct":
+        out["algorithm_options"]["structure_hops"] = int(depth)
+        if reading == "both":
+            out["algorithm_options"]["feature_hops"] = int(depth)
+    elif row.model == "decoupled_gcn":
+        out["model_options"] = {**fields["model_options"], "K": int(depth)}
+    elif row.model == "sage" and row.algorithm in ("central", "fedsgd", "fedavg", "local"):
+        out.update(hidden=GNN_DEPTH_WIDTH, num_layers=int(depth))
+    else:
+        deep = [r for r, v in ROWS.items() if v.algorithm == "fedstruct" or
+                (v.model in ("sage", "decoupled_gcn") and v.algorithm in ("central", "fedsgd", "fedavg", "local"))]
+        raise ConfigError(f"algorithm: row {row_id!r} has no number of layers to vary; accepted: {', '.join(deep)}")
+    return out
 
 
 def with_tokens(setting: str, *tokens: str) -> str:
@@ -425,12 +518,14 @@ def with_tokens(setting: str, *tokens: str) -> str:
 
 def partition_configs(table: str, datasets: Iterable[str], partitions: Iterable[str], row_ids: Iterable[str],
                       seeds: Iterable[int], rounds: int = 0, num_clients: Iterable[int] = (10,),
-                      train: float | None = None) -> list[ExperimentConfig]:
+                      train: float | None = None, depth: int | None = None,
+                      reading: str = "structure") -> list[ExperimentConfig]:
     """``table``'s runs: every implemented row × dataset × partitioner × number of clients × seed.
 
     Louvain cells use ``cap="plus"`` and add the token ``cap=plus`` to the setting; ``train`` (Fig. 4(a), 6)
-    sets the split to ``train / 0.1 / 0.9 - train`` and adds ``train=<fraction>``. Central rows run once per
-    dataset (on the first partitioner and number of clients: they do not depend on it).
+    sets the split to ``train / 0.1 / 0.9 - train`` and adds ``train=<fraction>``; ``depth`` (Fig. 4(b)) sets
+    each row's number of layers (:func:`with_depth`, ``reading``) and adds ``layers=<depth>``. Central rows
+    run once per dataset (on the first partitioner and number of clients: they do not depend on it).
     """
     run, _ = split_rows(row_ids)
     partitions, num_clients, seeds = list(partitions), list(num_clients), list(seeds)
@@ -443,11 +538,14 @@ def partition_configs(table: str, datasets: Iterable[str], partitions: Iterable[
             fields = row_fields(row_id, dataset)
             if rounds:
                 fields["rounds"] = int(rounds)
+            if depth is not None:
+                fields = with_depth(row_id, fields, depth, reading)
             central = ROWS[row_id].algorithm == "central" and not ROWS[row_id].options
             for partition in partitions[:1] if central else partitions:
                 for k in num_clients[:1] if central else num_clients:
                     setting = with_tokens(fields["setting"], "cap=plus" if partition == "louvain" and not central else "",
-                                          f"train={train:g}" if train is not None else "")
+                                          f"train={train:g}" if train is not None else "",
+                                          f"layers={depth}" if depth is not None else "")
                     extra = {"split_ratios": [train, 0.1, round(0.9 - train, 10)]} if train is not None else {}
                     for seed in seeds:
                         configs.append(ExperimentConfig.from_dict({
@@ -457,28 +555,68 @@ def partition_configs(table: str, datasets: Iterable[str], partitions: Iterable[
     return configs
 
 
+def figure4a_configs(dataset: str, train: Iterable[float], row_ids: Iterable[str], seeds: Iterable[int],
+                     rounds: int = 0, num_clients: int = 10) -> list[ExperimentConfig]:
+    """Fig. 4(a): every row at every labelled fraction ``x`` of ``train`` (split x / 10% / 90% - x), random
+    partition, ``num_clients`` clients; settings carry ``train=<x>`` as ``paper.yaml``'s fig4a entries."""
+    row_ids = list(row_ids)
+    return [c for x in train for c in partition_configs("fig4a", [dataset], ["random"], row_ids, seeds, rounds,
+                                                        [num_clients], train=float(x))]
+
+
+def figure4b_configs(dataset: str, layers: Iterable[int], row_ids: Iterable[str], seeds: Iterable[int],
+                     rounds: int = 0, num_clients: int = 5, reading: str = "structure") -> list[ExperimentConfig]:
+    """Fig. 4(b): every row at every number of layers of ``layers`` (:func:`with_depth`), K-means partition,
+    ``num_clients`` clients (the caption's 5; Sec. 6.2 says 10, digest item 18); settings carry ``layers=<L>``."""
+    if reading not in FIG4B_READINGS:
+        raise ConfigError(f"fig4b_reading: {reading!r} is not accepted; accepted: {', '.join(FIG4B_READINGS)}")
+    row_ids = list(row_ids)
+    return [c for depth in layers for c in partition_configs("fig4b", [dataset], ["kmeans"], row_ids, seeds, rounds,
+                                                             [num_clients], depth=int(depth), reading=reading)]
+
+
 def ablations_plan(datasets: Sequence[str], partitions: Sequence[str], table6_methods: Sequence[str],
                    table7_methods: Sequence[str], seeds: Sequence[int], rounds: int, fig4c_dataset: str,
-                   fig4c_clients: Sequence[int], fig4c_methods: Sequence[str]) -> dict[str, Any]:
-    """What ``notebooks/fedstruct/4_ablations`` runs: ``{"ready", "table6", "table7", "fig4c", "not_implemented"}``.
+                   fig4c_clients: Sequence[int], fig4c_methods: Sequence[str], fig4a_dataset: str = "Cora",
+                   fig4a_train: Sequence[float] = (), fig4a_methods: Sequence[str] = FIG4A_ROWS,
+                   fig4b_dataset: str = "Cora", fig4b_clients: int = 5, fig4b_layers: Sequence[int] = (),
+                   fig4b_methods: Sequence[str] = FIG4B_ROWS, fig4b_reading: str = "structure",
+                   fig4b_seeds: Sequence[int] | None = None) -> dict[str, Any]:
+    """What ``notebooks/fedstruct/4_ablations`` runs: ``{"ready", "table6", "table7", "fig4a", "fig4b", "fig4c",
+    "not_implemented"}``.
 
-    Tables 6 and 7: 10 clients, every available dataset of ``datasets`` × ``partitions``; Fig. 4(c): the
-    FedStruct and baseline curves over ``fig4c_clients`` on ``fig4c_dataset``, random partition. Called by
-    the notebook and by ``fgl run``.
+    Tables 6 and 7: 10 clients, every available dataset of ``datasets`` × ``partitions``; Fig. 4(a): the
+    curves of ``fig4a_methods`` over the labelled fractions ``fig4a_train`` on ``fig4a_dataset`` (random, 10
+    clients); Fig. 4(b): those of ``fig4b_methods`` over ``fig4b_layers`` on ``fig4b_dataset`` (K-means,
+    ``fig4b_clients`` clients, ``fig4b_reading`` of :func:`with_depth`, ``fig4b_seeds`` or else ``seeds``);
+    Fig. 4(c): the FedStruct and baseline curves over ``fig4c_clients`` on ``fig4c_dataset``, random
+    partition. An empty ``fig4a_train`` / ``fig4b_layers`` runs no Fig. 4(a) / 4(b). Called by the notebook
+    and by ``fgl run``.
     """
     from fglcore import experiment
-    from fglcore.checks import NON_NEGATIVE, POSITIVE
+    from fglcore.checks import NON_NEGATIVE, POSITIVE, Bounds
 
     experiment.check_lists(datasets=datasets, partitions=partitions, seeds=seeds)
     experiment.check_datasets("datasets", datasets, "node")
     experiment.check_datasets("fig4c_dataset", fig4c_dataset, "node")
+    experiment.check_datasets("fig4a_dataset", fig4a_dataset, "node")
+    experiment.check_datasets("fig4b_dataset", fig4b_dataset, "node")
     NON_NEGATIVE.check("parameter 'rounds'", rounds)
     POSITIVE.check("parameter 'fig4c_clients'", list(fig4c_clients))
+    Bounds(above=0, below=0.9).check("parameter 'fig4a_train'", [float(x) for x in fig4a_train])
+    POSITIVE.check("parameter 'fig4b_layers'", list(fig4b_layers))
+    POSITIVE.check("parameter 'fig4b_clients'", fig4b_clients)
+    if fig4b_reading not in FIG4B_READINGS:
+        raise ConfigError(f"parameter 'fig4b_reading': {fig4b_reading!r} is not accepted; accepted: "
+                          f"{', '.join(FIG4B_READINGS)}")
+    fig4b_seeds = list(seeds if fig4b_seeds is None else fig4b_seeds)
+    experiment.check_lists(fig4b_seeds=fig4b_seeds)
     ready = available(datasets)
     missing_rows: list[str] = []
     for name, rows_ in (("table6_methods", table6_methods), ("table7_methods", table7_methods),
-                        ("fig4c_methods", fig4c_methods)):
-        with experiment.parameters_named({"algorithm": name}):
+                        ("fig4c_methods", fig4c_methods), ("fig4a_methods", fig4a_methods),
+                        ("fig4b_methods", fig4b_methods)):
+        with experiment.parameters_named({"algorithm": name, "methods": name}):
             missing_rows += split_rows(rows_)[1]
     common = {"seed": "seeds", "dataset": "datasets", "rounds": "rounds", "partition": "partitions"}
     with experiment.parameters_named({**common, "algorithm": "table6_methods"}):
@@ -489,5 +627,17 @@ def ablations_plan(datasets: Sequence[str], partitions: Sequence[str], table6_me
     with experiment.parameters_named({**common, "algorithm": "fig4c_methods", "num_clients": "fig4c_clients",
                                       "dataset": "fig4c_dataset"}):
         fig4c = partition_configs("fig4c", fig4c_ready, ["random"], fig4c_methods, seeds, rounds, fig4c_clients)
-    return {"ready": ready, "table6": table6, "table7": table7, "fig4c": fig4c,
+    fig4a, fig4b = [], []
+    if fig4a_train and dataset_availability([fig4a_dataset])["available"].all():
+        with experiment.parameters_named({**common, "algorithm": "fig4a_methods", "dataset": "fig4a_dataset",
+                                          "split_ratios": "fig4a_train"}):
+            fig4a = figure4a_configs(fig4a_dataset, fig4a_train, fig4a_methods, seeds, rounds)
+    if fig4b_layers and dataset_availability([fig4b_dataset])["available"].all():
+        with experiment.parameters_named({**common, "algorithm": "fig4b_methods", "dataset": "fig4b_dataset",
+                                          "num_clients": "fig4b_clients", "seed": "fig4b_seeds",
+                                          "model_options.K": "fig4b_layers", "num_layers": "fig4b_layers",
+                                          "algorithm_options.structure_hops": "fig4b_layers"}):
+            fig4b = figure4b_configs(fig4b_dataset, fig4b_layers, fig4b_methods, fig4b_seeds, rounds, fig4b_clients,
+                                     fig4b_reading)
+    return {"ready": ready, "table6": table6, "table7": table7, "fig4a": fig4a, "fig4b": fig4b, "fig4c": fig4c,
             "not_implemented": list(dict.fromkeys(missing_rows))}
