@@ -103,7 +103,7 @@ from fglcore.fl.engine import SERVER, Client, RunResult, Server, evaluate_client
 from fglcore.fl.parameters import load_payload, module_payload
 from fglcore.metrics import Prediction, accuracy, minority_mask
 from fglcore.models.fedlog import FedLoGNet
-from fglcore.models.fedlog_branch import AGGREGATIONS
+from fglcore.models.fedlog_branch_layer import AGGREGATIONS
 from fglcore.models.fedlog_generator import NeighborGenerator
 from fglcore.runtime import set_seed
 

@@ -107,7 +107,6 @@ from fglcore.algorithms.fedavg_ft import check_epochs_grid, search_local_epochs
 from fglcore.algorithms.opfgl import weighted_by_nodes
 from fglcore.algorithms.training import ExtraLoss, whole_graph_operators
 from fglcore.checks import NON_NEGATIVE, POSITIVE, Bounds
-from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
 from fglcore.fl.engine import Client, Payload, RunResult, Server
 from fglcore.fl.parameters import load_payload, module_payload

@@ -50,7 +50,6 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-import torch
 from torch import Tensor, nn
 from torch_geometric.data import Data
 

@@ -61,7 +61,7 @@ from torch import Tensor
 
 from fglcore.algorithms.base import Algorithm, register_algorithm
 from fglcore.algorithms.central import CentralView
-from fglcore.checks import Bounds, POSITIVE
+from fglcore.checks import Bounds
 from fglcore.config import ConfigError
 from fglcore.data.federation import build_clients
 from fglcore.distributed.cost import analytic_bytes, cagnet_1d_bytes, measured_bytes

@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 from torch import Tensor
 from torch_geometric.data import Data, Dataset
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.partition import PARTITIONERS, cached_partition, partition_graphs, partitioner_names

@@ -305,5 +305,5 @@ def _classes(y: Tensor, source: Path, field: str) -> int:
     low = int(y.min())
     _require(low >= 0, source, field, f"holds the label {low}; expected class ids 0..C-1")
     present = int(torch.unique(y).numel())
-    _require(present >= 2, source, field, f"holds a single class; classification needs at least two")
+    _require(present >= 2, source, field, "holds a single class; classification needs at least two")
     return int(y.max()) + 1

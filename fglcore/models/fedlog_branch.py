@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from fglcore.models.fedlog_branch_layer import AGGREGATIONS, BranchLayer
+from fglcore.models.fedlog_branch_layer import BranchLayer
 
 
 class BranchClassifier(nn.Module):
