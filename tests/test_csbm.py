@@ -84,3 +84,13 @@ def test_favoured_classes_rejects_bad_options():
         partition_nodes(data, "favoured_classes", 4, seed=1, weight=0.0)
     with pytest.raises(ConfigError, match="favoured"):
         partition_nodes(data, "favoured_classes", 4, seed=1, favoured=9)
+
+
+def test_label_noise_redraws_that_share_of_labels():
+    clean = contextual_sbm(SMALL)
+    noisy = contextual_sbm(CSBMSpec(**{**SMALL.__dict__, "label_noise": 0.3}))
+    assert torch.equal(clean.edge_index, noisy.edge_index) and torch.equal(clean.x, noisy.x)
+    changed = float((clean.y != noisy.y).float().mean())
+    assert abs(changed - 0.3 * 5 / 6) < 0.06  # a redrawn label keeps its class with probability 1/6
+    with pytest.raises(ConfigError, match="label_noise"):
+        contextual_sbm(CSBMSpec(**{**SMALL.__dict__, "label_noise": -0.1}))

@@ -25,7 +25,18 @@ meaningful:
 * features :math:`x_i = \mu_{y_i} + \sigma \varepsilon_i`, class means
   :math:`\mu_c \sim \mathcal N(0, I_d)` scaled to norm ``mean_norm``,
   :math:`\varepsilon_i \sim \mathcal N(0, I_d)`, :math:`\sigma` =
-  ``noise``.
+  ``noise``;
+* then a fraction ``label_noise`` of the nodes get a label drawn uniformly
+  over the classes (their edges and features keep the class they were drawn
+  with): an irreducible error, so that a GCN tops out near the paper's levels
+  (Reddit 93-97 %, ogbn-products 75-79 %) instead of at 100 % -- averaging
+  over ~45 neighbours otherwise removes all feature noise.
+
+Calibration (nearest class mean, a third of the nodes): with ``noise`` 0.4
+the raw features give about 62 % (Reddit-like) and 61 % (Products-like)
+before label noise, the neighbour-averaged features 100 %: features are
+informative but imperfect and the edges carry most of the signal, so
+dropping cross-client edges (FedAvg) costs accuracy, property (a).
 
 PyG's ``StochasticBlockModelDataset`` draws every node pair (:math:`O(N^2)`
 Bernoulli trials, 900M at 30,000 nodes) and has no class-size skew, so it is
@@ -64,6 +75,7 @@ class CSBMSpec:
     mean_norm: float
     noise: float
     seed: int
+    label_noise: float = 0.0
 
     def check(self) -> None:
         bad = []
@@ -79,6 +91,8 @@ class CSBMSpec:
             bad.append(f"homophily={self.homophily!r} (accepted: 0..1)")
         if self.num_features < 1:
             bad.append(f"num_features={self.num_features!r} (accepted: >= 1)")
+        if not 0 <= self.label_noise <= 1:
+            bad.append(f"label_noise={self.label_noise!r} (accepted: 0..1)")
         if self.class_exponent < 0 or self.mean_norm < 0 or self.noise < 0:
             bad.append("class_exponent, mean_norm and noise must be >= 0, got "
                        f"{self.class_exponent!r}, {self.mean_norm!r}, {self.noise!r}")
@@ -117,16 +131,19 @@ def contextual_sbm(spec: CSBMSpec) -> Data:
     means = rng.standard_normal((c, spec.num_features))
     means *= spec.mean_norm / np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
     x = means[y] + spec.noise * rng.standard_normal((n, spec.num_features))
+    flip = rng.random(n) < spec.label_noise
+    y = y.copy()
+    y[flip] = rng.integers(0, c, size=int(flip.sum()))
     return Data(x=torch.from_numpy(x).float(), edge_index=edge_index, y=torch.from_numpy(y).long(), num_nodes=n)
 
 
 SUBSTITUTES: dict[str, CSBMSpec] = {
     # Reddit: 232,965 nodes, 41 classes, 602 features, average degree ~100 (GraphSAINT's Reddit ~50 per direction)
     "Reddit-like": CSBMSpec(num_nodes=30_000, num_classes=41, avg_degree=45.0, homophily=0.75, num_features=64,
-                            class_exponent=1.0, min_class=60, mean_norm=1.0, noise=1.0, seed=2110),
+                            class_exponent=1.0, min_class=60, mean_norm=1.0, noise=0.4, seed=2110, label_noise=0.05),
     # ogbn-products: 2,449,029 nodes, 47 classes, 100 features, average degree ~50, power-law class sizes
     "Products-like": CSBMSpec(num_nodes=50_000, num_classes=47, avg_degree=50.0, homophily=0.8, num_features=100,
-                              class_exponent=1.5, min_class=20, mean_norm=1.0, noise=1.0, seed=12906),
+                              class_exponent=1.5, min_class=20, mean_norm=1.0, noise=0.4, seed=12906, label_noise=0.2),
 }
 """The digest's §6.2 substitutes: **synthetic** stand-ins, not the paper's data (names end in ``-like``)."""
 
