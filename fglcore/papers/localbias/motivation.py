@@ -126,7 +126,7 @@ def plan(datasets: Sequence[str], edge_clients: Sequence[int], bias_datasets: Se
     with seed + 1000 (``floor``). Called by the notebook and by ``fgl run``.
     """
     from fglcore import experiment
-    from fglcore.checks import POSITIVE
+    from fglcore.checks import POSITIVE, Bounds
 
     experiment.check_lists(datasets=datasets, edge_clients=edge_clients, bias_datasets=bias_datasets,
                            bias_clients=bias_clients, methods=methods, partitions=partitions, seeds=seeds)
@@ -136,7 +136,7 @@ def plan(datasets: Sequence[str], edge_clients: Sequence[int], bias_datasets: Se
     POSITIVE.check("parameter 'bias_clients'", list(bias_clients))
     POSITIVE.check("parameter 'noniid_clients'", noniid_clients)
     POSITIVE.check("parameter 'rounds'", rounds)
-    POSITIVE.check("parameter 'lr'", lr)
+    Bounds(above=0).check("parameter 'lr'", lr)
     for name, value in (("datasets", datasets), ("bias_datasets", bias_datasets)):
         with experiment.parameters_named({"dataset": name}):
             for d in value:

@@ -326,7 +326,7 @@ def results_plan(datasets: Sequence[str], table2_methods: Sequence[str], table5_
     the notebook and by ``fgl run`` before the kernel starts.
     """
     from fglcore import experiment
-    from fglcore.checks import NON_NEGATIVE, POSITIVE
+    from fglcore.checks import NON_NEGATIVE, POSITIVE, Bounds
 
     experiment.check_lists(datasets=datasets, table2_methods=table2_methods, table5_methods=table5_methods,
                            seeds=seeds, lrs=lrs)
@@ -334,7 +334,7 @@ def results_plan(datasets: Sequence[str], table2_methods: Sequence[str], table5_
     experiment.check_datasets("cost_datasets", cost_datasets, "node")
     NON_NEGATIVE.check("parameter 'rounds'", rounds)
     POSITIVE.check("parameter 'evaluate_every'", evaluate_every)
-    POSITIVE.check("parameter 'lrs'", list(lrs))
+    Bounds(above=0).check("parameter 'lrs'", list(lrs))
     POSITIVE.check("parameter 'cost_clients'", list(cost_clients))
     POSITIVE.check("parameter 'cost_rounds'", cost_rounds)
     for name, value in (("datasets", datasets), ("cost_datasets", cost_datasets)):
