@@ -48,10 +48,10 @@ edge_clients = [4, 8, 16, 32]  # numbers of clients of the edge-share table (pap
 bias_datasets = ["Cora"]  # graphs of the accuracy / local-bias study
 bias_clients = [4, 8]  # numbers of clients of the normal partition (paper: 4, 8, 16, 32)
 methods = ["fedavg", "fedavg_nc", "ours_gcn"]  # rows (ids of fglcore.papers.localbias.tables.ROWS)
-partitions = ["normal", "non-iid"]  # normal = random equal-size; non-iid = favoured classes x10 (A12)
+partitions = ["normal", "non-iid"]  # normal: random equal-size; non-iid: a few favoured classes x10 per client (A12)
 noniid_clients = 8  # clients of the non-i.i.d. comparison
-seeds = [0, 1]  # runs per cell (the digest asks for >= 3)
-rounds = 100  # epochs (= FedAvg rounds) of every run
+seeds = [0, 1]  # runs per cell (the digest asks for at least 3)
+rounds = 100  # epochs of every run (one FedAvg round each)
 lr = 0.01  # learning rate of every run (no search in this study)
 progress = True  # show progress bars
 

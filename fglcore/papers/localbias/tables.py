@@ -384,11 +384,11 @@ INDEX_BYTES = 8
 
 
 def memory_mb_per_client(config: ExperimentConfig, federation: Any) -> list[float]:
-    r"""Per client, the memory of one training epoch in MB (the paper's accounting, App. D.3; digest §6.3):
+    r"""Per client, the memory of one training epoch in MB (10^6 bytes; the paper's accounting, App. D.3; digest §6.3):
     node features in the autograd graph + model parameters + the sparse adjacency block.
 
     For client :math:`k` holding :math:`r_k` rows in an epoch (``ours``/``ours*``: its sample :math:`s_k =
-    \lceil n_k s/N \rceil`; ``ours-full``: :math:`n_k`; FedAvg: its :math:`n_k` local nodes): the input
+    n_k s/N` rounded; ``ours-full``: :math:`n_k`; FedAvg: its :math:`n_k` local nodes): the input
     features :math:`r_k d` plus one hidden state per hidden layer :math:`r_k d_l` and the logits :math:`r_k
     c` (float32); the parameters :math:`\sum_l (d_{l-1}+1) d_l` (twice the weights for the 1-GNN); the
     adjacency block as COO (two int64 indices and a float32 value per entry): ``ours-full`` the client's
@@ -426,7 +426,7 @@ def memory_mb_per_client(config: ExperimentConfig, federation: Any) -> list[floa
             rows, entries = n_c, float(intra[c]) + n_c
         activations = rows * (sum(d[:-1]) + d[-1])
         total = FLOAT_BYTES * (activations + weights) + entries * (2 * INDEX_BYTES + FLOAT_BYTES)
-        out.append(total / 2**20)
+        out.append(total / 1e6)
     return out
 
 
@@ -521,3 +521,36 @@ def labelled(comparison: pd.DataFrame, table: str = "2") -> pd.DataFrame:
     else:
         frame["column"] = frame["dataset"]
     return frame
+
+
+def paper_and_ours(results: pd.DataFrame, table: str = "2", metric: str = "accuracy") -> pd.DataFrame:
+    """``table`` in the paper's layout: one row per paper row, per paper column (PubMed, Reddit,
+    ogbn-products) the paper's number, then ours (mean ± population std over seeds, ``n`` seeds) on every
+    dataset of this run standing in that column (PubMed itself, Cora, CiteSeer, the substitutes). Stand-in
+    cells are other graphs: read orderings down a column, not deltas across."""
+    from fglcore.compare import format_mean_std, ours_cells, paper_entries
+
+    frame = results[results["table"] == table] if "table" in results else results
+    cells = ours_cells(frame, PAPER, metrics=[metric]) if not frame.empty else pd.DataFrame()
+    entries = paper_entries(PAPER, table)
+    entries = entries[entries["metric"] == metric]
+    out: dict[str, dict[tuple[str, str], str]] = {}
+    order = TABLE5_ROWS if table == "5" else TABLE2_ROWS
+    for e in entries.itertuples():
+        label = row_label(e.method, e.setting, e.model if isinstance(e.model, str) else None, table)
+        out.setdefault(label, {})[(e.dataset, "paper")] = format_mean_std(e.mean, None)
+    for c in cells.itertuples():
+        label = row_label(c.method, c.setting, c.model if isinstance(c.model, str) else None, table)
+        column = dataset_role(c.dataset).stands_for if c.dataset in DATASETS else c.dataset
+        out.setdefault(label, {})[(column, f"ours {c.dataset}")] = \
+            f"{format_mean_std(c.mean, c.std)} (n={int(c.n_seeds)})"
+    wide = pd.DataFrame.from_dict(out, orient="index")
+    if wide.empty:
+        return wide
+    columns = sorted(wide.columns, key=lambda col: (PAPER_DATASETS.index(col[0]) if col[0] in PAPER_DATASETS else 9,
+                                                    col[1] != "paper", col[1]))
+    wide = wide[columns]
+    wide.columns = pd.MultiIndex.from_tuples(columns)
+    labels = [TABLE5_LABELS.get(r, ROWS[r].label) if table == "5" else ROWS[r].label for r in order]
+    return wide.loc[[lab for lab in labels if lab in wide.index] +
+                    [lab for lab in wide.index if lab not in labels]].fillna("—")
