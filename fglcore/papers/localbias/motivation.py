@@ -141,7 +141,7 @@ def plan(datasets: Sequence[str], edge_clients: Sequence[int], bias_datasets: Se
         with experiment.parameters_named({"dataset": name}):
             for d in value:
                 dataset_role(d)
-    with experiment.parameters_named({"algorithm": "methods"}):
+    with experiment.parameters_named({"rows": "methods"}):
         run_rows, missing = split_rows(methods)
     ready = [d for d in bias_datasets if data_status(d) == "available"]
     runs = []

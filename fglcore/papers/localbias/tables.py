@@ -169,7 +169,7 @@ def row_status(row_id: str) -> str:
     from fglcore.models import MODELS
 
     if row_id not in ROWS:
-        raise ConfigError(f"methods: {row_id!r} is not accepted; accepted: {', '.join(ROWS)}")
+        raise ConfigError(f"rows: {row_id!r} is not a row of the local-bias tables; accepted: {', '.join(ROWS)}")
     row = ROWS[row_id]
     ok = row.algorithm in ALGORITHMS.names() and (row.algorithm == "localbias" or row.model in MODELS.names())
     return "runs" if ok else "not implemented"
@@ -341,9 +341,9 @@ def results_plan(datasets: Sequence[str], table2_methods: Sequence[str], table5_
         with experiment.parameters_named({"dataset": name}):
             for d in value:
                 dataset_role(d)
-    with experiment.parameters_named({"algorithm": "table2_methods"}):
+    with experiment.parameters_named({"rows": "table2_methods"}):
         split_rows(table2_methods)
-    with experiment.parameters_named({"algorithm": "table5_methods"}):
+    with experiment.parameters_named({"rows": "table5_methods"}):
         split_rows(table5_methods)
     ready = [d for d in datasets if data_status(d) == "available"]
     if not ready:
@@ -433,17 +433,21 @@ def memory_mb_per_client(config: ExperimentConfig, federation: Any) -> list[floa
 def measure_cost(config: ExperimentConfig) -> dict[str, Any]:
     """One Table 3 run: ``seconds_per_epoch`` (local-bias rows: each client's median epoch, mean over clients;
     on ``engine="simulated"`` one process runs every client, so its epoch is divided by K; FedAvg: the
-    in-process engine's wall seconds per round divided by K, evaluation included once), the mean
+    in-process engine's wall seconds of training per round divided by K, its one evaluation included), the mean
     ``memory_mb_per_client`` (:func:`memory_mb_per_client`) and ``bytes_per_client_epoch`` (counted from the
     messages: local-bias sent + received, FedAvg the model up and down)."""
-    from fglcore import experiment
+    from fglcore import runtime
     from fglcore.algorithms import ALGORITHMS
     from fglcore.data.federation import build_federation
 
-    federation = build_federation(config, keep_cross_edges=ALGORITHMS.get(config.algorithm).needs_cross_edges)
+    cls = ALGORITHMS.get(config.algorithm)
+    runtime.set_seed(config.seed)
+    runtime.set_flush_denormal()
+    federation = build_federation(config, keep_cross_edges=cls.needs_cross_edges)
     memory = statistics.mean(memory_mb_per_client(config, federation))
-    start = time.perf_counter()
-    _, result = experiment.run_full(config)
+    algorithm = cls(config, federation, runtime.get_device(config.device))
+    start = time.perf_counter()  # the training only: loading and partitioning are left out
+    result = algorithm.run()
     wall = time.perf_counter() - start
     k = config.num_clients
     if config.algorithm == "localbias":
