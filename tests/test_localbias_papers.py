@@ -117,3 +117,12 @@ def test_complexity_orderings_of_the_papers_communication_claim():
     memory = table[table["cost"] == "memory"].set_index("method")["value"]
     assert memory["Ours"] < memory["FedAvg+GCN"] <= memory["CAGNET"]
     assert torch.tensor(table["value"].to_numpy()).isfinite().all()
+
+
+def test_table3_ratios_read_the_papers_cells():
+    paper = lt.paper_cost_table()
+    assert len(paper) == 18 and set(paper["row"]) == {"CAGNET [23]", "FedAvg+GCN", "Ours+GCN"}
+    ratios = lt.cost_ratios(paper).set_index(["dataset", "clients"])
+    assert ratios.loc[("PubMed", 4), "time ours / CAGNET"] == pytest.approx(0.0526 / 0.3063)
+    assert ratios.loc[("Reddit", 8), "memory ours / FedAvg"] == pytest.approx(30.43 / 104.38)
+    assert "bytes ours / FedAvg" not in ratios  # Table 3 has no communication column

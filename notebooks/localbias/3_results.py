@@ -185,26 +185,10 @@ print(shown[["dataset", "clients", "row", "MB per client", "MiB sent+received pe
 # %%
 print("seconds per epoch (two cores: ratios within this run only)")
 print(shown[["dataset", "clients", "row", "engine", "seconds_per_epoch"]].to_string(index=False))
-ratios = []
-for (dataset, k), part in cost.groupby(["dataset", "clients"], sort=False):
-    by = part.set_index("row")
-    ratios.append({"dataset": dataset, "clients": k,
-                   "time ours / CAGNET": by.loc["Ours+GCN", "seconds_per_epoch"] / by.loc["CAGNET [23]", "seconds_per_epoch"],
-                   "time ours / FedAvg": by.loc["Ours+GCN", "seconds_per_epoch"] / by.loc["FedAvg+GCN", "seconds_per_epoch"],
-                   "memory ours / CAGNET": by.loc["Ours+GCN", "memory_mb_per_client"] / by.loc["CAGNET [23]", "memory_mb_per_client"],
-                   "memory ours / FedAvg": by.loc["Ours+GCN", "memory_mb_per_client"] / by.loc["FedAvg+GCN", "memory_mb_per_client"],
-                   "bytes ours / FedAvg": by.loc["Ours+GCN", "bytes_per_client_epoch"] / by.loc["FedAvg+GCN", "bytes_per_client_epoch"]})
-ratios = pd.DataFrame(ratios)
-print(ratios.round(3).to_string(index=False))
-paper3 = pd.DataFrame([
-    {"dataset": d, "clients": k, "time ours / CAGNET": o[0] / c[0], "time ours / FedAvg": o[0] / f[0],
-     "memory ours / CAGNET": o[1] / c[1], "memory ours / FedAvg": o[1] / f[1]}
-    for d, k, c, f, o in [("PubMed", 4, (0.3063, 20.20), (0.0937, 10.65), (0.0526, 3.50)),
-                          ("PubMed", 8, (0.4078, 10.10), (0.0994, 5.46), (0.1701, 1.75)),
-                          ("Reddit", 4, (21.1358, 698.09), (12.0175, 285.00), (3.3379, 60.85)),
-                          ("Reddit", 8, (15.2789, 349.34), (4.5173, 104.38), (3.3461, 30.43))]])
-print("the paper's ratios (Table 3):")
-print(paper3.round(3).to_string(index=False))
+print("ours over CAGNET and FedAvg, this run:")
+print(lt.cost_ratios(cost).round(3).to_string(index=False))
+print("the same ratios in the paper's Table 3 (params/localbias/paper.yaml):")
+print(lt.cost_ratios(lt.paper_cost_table()).round(3).to_string(index=False))
 
 # %%
 from matplotlib.figure import Figure

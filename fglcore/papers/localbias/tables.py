@@ -558,3 +558,35 @@ def paper_and_ours(results: pd.DataFrame, table: str = "2", metric: str = "accur
     labels = [TABLE5_LABELS.get(r, ROWS[r].label) if table == "5" else ROWS[r].label for r in order]
     return wide.loc[[lab for lab in labels if lab in wide.index] +
                     [lab for lab in wide.index if lab not in labels]].fillna("—")
+
+
+def paper_cost_table() -> pd.DataFrame:
+    """Table 3 as the paper prints it (``paper.yaml``): one row per (dataset, K, row) with
+    ``seconds_per_epoch`` and ``memory_mb_per_client``, the layout of :func:`cost_table`."""
+    from fglcore.compare import paper_entries
+
+    entries = paper_entries(PAPER, "3")
+    entries = entries.assign(row=[row_label(m, s, md if isinstance(md, str) else None, "3")
+                                  for m, s, md in zip(entries["method"], entries["setting"], entries["model"])])
+    wide = entries.pivot_table(index=["dataset", "num_clients", "row"], columns="metric", values="mean",
+                               sort=False).reset_index()
+    return wide.rename(columns={"num_clients": "clients"})
+
+
+def cost_ratios(cost: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, K): Ours+GCN's time, memory (and bytes, where measured) over CAGNET's and FedAvg's --
+    the form in which Table 3 can be compared across machines."""
+    ours, cagnet, fedavg = ROWS["ours_gcn"].label, ROWS["cagnet"].label, ROWS["fedavg"].label
+    measures = [("time", "seconds_per_epoch"), ("memory", "memory_mb_per_client"), ("bytes", "bytes_per_client_epoch")]
+    out = []
+    for (dataset, k), part in cost.groupby(["dataset", "clients"], sort=False):
+        by = part.set_index("row")
+        if not {ours, cagnet, fedavg} <= set(by.index):
+            continue
+        row: dict[str, Any] = {"dataset": dataset, "clients": int(k)}
+        for name, column in measures:
+            if column in by:
+                row[f"{name} ours / CAGNET"] = by.loc[ours, column] / by.loc[cagnet, column]
+                row[f"{name} ours / FedAvg"] = by.loc[ours, column] / by.loc[fedavg, column]
+        out.append(row)
+    return pd.DataFrame(out)
