@@ -54,6 +54,10 @@ PLANS: dict[str, str] = {
     "fedstruct/2_method": "fglcore.papers.fedstruct.method:plan",
     "fedstruct/3_results": "fglcore.papers.fedstruct.tables:results_plan",
     "fedstruct/4_ablations": "fglcore.papers.fedstruct.tables:ablations_plan",
+    "localbias/1_motivation": "fglcore.papers.localbias.motivation:plan",
+    "localbias/2_method": "fglcore.papers.localbias.method:plan",
+    "localbias/3_results": "fglcore.papers.localbias.tables:results_plan",
+    "localbias/4_analysis": "fglcore.papers.localbias.analysis:plan",
 }
 """Each notebook's plan: the library function its cells call to build everything it will run (configs,
 settings, grids) from its parameters. :func:`prepare` calls the same function before the kernel starts, so

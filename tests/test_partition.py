@@ -76,7 +76,7 @@ def check_partition(data: Data, assignment: torch.Tensor, num_clients: int, may_
 
 def test_registry_lists_every_partitioner():
     assert set(P.partitioner_names("node")) == {"louvain", "louvain_largest", "louvain_plus", "metis_plus", "metis",
-                                                "random", "kmeans", "label_dirichlet", "files"}
+                                                "random", "kmeans", "label_dirichlet", "favoured_classes", "files"}
     assert set(P.partitioner_names("graph")) == {"by_dataset", "label_skew", "dataset_chunks"}
     for name in P.PARTITIONERS:
         spec = P.PARTITIONERS.get(name)

@@ -395,6 +395,25 @@ _webkb("Wisconsin", "WebKB web-page graph, Geom-GCN preprocessing (Pei et al. 20
        "10 splits 60/20/20")
 _actor()
 
+
+def _csbm(name: str, stands_for: str) -> None:
+    def build(root: Path) -> InMemoryDataset:
+        from fglcore.data.csbm import CSBMDataset
+
+        return CSBMDataset(root / "CSBM" / name, name)
+
+    from fglcore.data.csbm import SUBSTITUTES
+
+    spec = SUBSTITUTES[name]
+    _register(DatasetSpec(name, "node", f"CSBM/{name}/raw", (), pyg_class="CSBMDataset", builder=build,
+                          description=f"SYNTHETIC substitute for {stands_for} (contextual SBM, local-bias digest "
+                                      f"6.2): {spec.num_nodes} nodes, {spec.num_classes} classes, generated "
+                                      f"from seed {spec.seed}"))
+
+
+_csbm("Reddit-like", "Reddit")
+_csbm("Products-like", "ogbn-products")
+
 _A_GI_GL = ("A", "graph_indicator", "graph_labels")
 _tu("MUTAG", _A_GI_GL + ("node_labels", "edge_labels"), "TU molecules: 188 graphs, 2 classes")
 _tu("BZR", _A_GI_GL + ("node_labels", "node_attributes"), "TU molecules: 405 graphs, 2 classes")
@@ -531,7 +550,7 @@ NODE_COUNTS: dict[str, int] = {
     "Cora": 2708, "CiteSeer": 3327, "PubMed": 19717, "Chameleon": 2277, "Squirrel": 5201, "Cornell": 183,
     "Texas": 183, "Wisconsin": 251, "Actor": 7600, "Computers": 13752, "Photo": 7650, "CS": 18333,
     "Physics": 34493, "WikiCS": 11701, "Flickr": 89250, "Roman-empire": 22662, "Amazon-ratings": 24492,
-    "Minesweeper": 10000, "Tolokers": 11758, "Questions": 48921,
+    "Minesweeper": 10000, "Tolokers": 11758, "Questions": 48921, "Reddit-like": 30000, "Products-like": 50000,
 }
 """Nodes of every registered node-classification dataset, as PyG loads it, so that a configuration's number
 of clients is checked before anything loads (``tests/test_datasets.py`` checks them against the loaded data)."""

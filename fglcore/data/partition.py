@@ -753,6 +753,45 @@ def label_dirichlet_partition(data: Data, num_clients: int, seed: int, *, alpha:
 
 
 @register_partitioner(
+    "favoured_classes", "node", {"favoured": 0, "weight": 10.0},
+    "equal-size clients, each drawing its few favoured classes weight times more often (local-bias paper, "
+    "non-i.i.d. setting)")
+def favoured_classes_partition(data: Data, num_clients: int, seed: int, *, favoured: int, weight: float) -> Tensor:
+    """The local-bias paper's non-i.i.d. partition (Zhang et al., arXiv 2110.12906, Sec. 4.2): "we randomly
+    choose a few classes from the label domain and make the sampling probability of the nodes in these classes
+    ten times more than the other classes in each client".
+
+    Digest reading A12: each client ``k`` picks ``favoured`` classes at random (``0``: 1 for at most 3
+    classes, 2 up to 10 classes, else 10 % of the classes, rounded); the clients, in order, then draw their
+    ``n/K`` nodes (near-equal sizes, ``np.array_split``) without replacement from the nodes still unassigned,
+    a node of a favoured class with ``weight`` times the probability of the others. The last client takes
+    what is left.
+    """
+    _require(favoured >= 0, "partition_options.favoured: must be >= 0 (0: chosen from the number of classes)")
+    _require(weight > 0, "partition_options.weight: must be > 0")
+    rng = np.random.default_rng(seed)
+    y = data.y.view(-1).cpu().numpy()
+    num_classes = int(y.max()) + 1
+    r = favoured or (1 if num_classes <= 3 else 2 if num_classes <= 10 else max(1, round(0.1 * num_classes)))
+    _require(r <= num_classes, f"partition_options.favoured: {r} exceeds the {num_classes} classes")
+    sizes = [len(p) for p in np.array_split(np.arange(data.num_nodes), num_clients)]
+    left = np.ones(data.num_nodes, dtype=bool)
+    assignment = np.empty(data.num_nodes, dtype=np.int64)
+    for k, size in enumerate(sizes):
+        pool = np.flatnonzero(left)
+        if k == num_clients - 1:
+            chosen = pool
+        else:
+            w = np.ones(num_classes)
+            w[rng.choice(num_classes, size=r, replace=False)] = weight
+            p = w[y[pool]]
+            chosen = rng.choice(pool, size=size, replace=False, p=p / p.sum())
+        assignment[chosen] = k
+        left[chosen] = False
+    return torch.as_tensor(assignment)
+
+
+@register_partitioner(
     "files", "node", {"path": "", "pattern": "{prefix}_*.txt", "prefix": ""},
     "explicit node lists, one file per client in sorted file order (e.g. FedSpray's partition/ files)",
     cacheable=False)

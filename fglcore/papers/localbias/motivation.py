@@ -1,0 +1,219 @@
+r"""The local-bias paper's motivation (Sec. 4.2, RQ1/RQ2): cross-client edges, accuracy and local bias.
+
+Zhang et al., arXiv 2110.12906. A random equal-size partition into K clients
+leaves a share :math:`\approx 1 - 1/K` of the edges between clients (the paper:
+74.86 / 87.33 / 93.56 / 96.68 % at K = 4, 8, 16, 32; digest A14):
+:func:`edge_share_table`. FedAvg drops those edges, FedAvg+nc copies 20 % of
+the cross-client neighbours (A13), ours uses all of them; the *local bias*
+(Sec. 4.2, A11) is the mean Euclidean distance between the test logits of
+the FGL model and of a centralised GCN trained with the same
+hyperparameters; the centralised model against itself with another seed is
+the noise floor (:func:`bias_table`). The normal partition is the random
+equal-size one; the non-i.i.d. one favours a few classes per client ten
+times (``favoured_classes``, A12).
+
+These runs need the models' test logits, which ``results.csv`` does not hold:
+they run here (:func:`run_with_logits`), not through the sweep store, and
+the notebook writes their table to ``1_local_bias.csv``. Every run of this
+study keeps its **last** epoch (``selection="last"``: the model a client
+would hold), the reference its last epoch too; one learning rate for all
+(``lr``, no search).
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import pandas as pd
+import torch
+
+from fglcore.config import ConfigError, ExperimentConfig
+from fglcore.papers.localbias.tables import (PAPER_DATASETS, ROWS, data_status, dataset_role, row_fields,
+                                             split_rows)
+
+EDGE_SHARE_CLIENTS = [4, 8, 16, 32]
+PAPER_EDGE_SHARE = {4: 74.86, 8: 87.33, 16: 93.56, 32: 96.68}
+"""Sec. 4.2's cross-client edge proportions (%) at K = 4, 8, 16, 32 (dataset not stated; digest A14)."""
+
+BIAS_ROWS = ["fedavg", "fedavg_nc", "ours_gcn"]
+"""The methods of Sec. 4.2's figures: FedAvg, FedAvg with neighbour collection (20 %), ours."""
+
+PARTITIONS: dict[str, tuple[str, dict[str, Any]]] = {
+    "normal": ("random", {"equal_size": True}),
+    "non-iid": ("favoured_classes", {}),
+}
+"""Sec. 4.2's two settings: the random equal-size partition and the class-favouring one (A12)."""
+
+
+def edge_share_table(datasets: Sequence[str], num_clients: Sequence[int] = EDGE_SHARE_CLIENTS,
+                     seed: int = 0) -> pd.DataFrame:
+    """Per dataset and K: the share of edges between clients under the random equal-size partition (%),
+    :math:`1 - 1/K`, the paper's share, and the boundary nodes (client, external node) pairs."""
+    from fglcore.data.datasets import load_node_data
+    from fglcore.data.federation import build_clients, interconnection_summary
+    from fglcore.data.partition import partition_nodes
+
+    rows = []
+    for dataset in datasets:
+        data = load_node_data(dataset)
+        for k in num_clients:
+            assignment = partition_nodes(data, "random", int(k), seed, equal_size=True)
+            total = interconnection_summary(build_clients(data, assignment, keep_cross_edges=True)).iloc[-1]
+            rows.append({"dataset": dataset, "clients": int(k),
+                         "cross-client edges (%)": round(100 * float(total["cross_share"]), 2),
+                         "1 - 1/K (%)": round(100 * (1 - 1 / int(k)), 2),
+                         "paper (%)": PAPER_EDGE_SHARE.get(int(k)),
+                         "boundary pairs": int(total["external_nodes"])})
+    return pd.DataFrame(rows)
+
+
+def run_with_logits(config: ExperimentConfig) -> tuple[Any, torch.Tensor, torch.Tensor]:
+    """Run ``config`` (as :func:`fglcore.experiment.run_full`) and return ``(result, test ids, test logits)``
+    with the test nodes' global ids ascending. Local-bias runs give the logits of their selected epoch; the
+    others those of their clients' final models (use ``selection="last"``)."""
+    from fglcore import runtime
+    from fglcore.algorithms import ALGORITHMS
+    from fglcore.data.federation import build_federation
+    from fglcore.experiment import as_config
+
+    config = as_config(config)
+    if config.algorithm != "localbias" and config.selection != "last":
+        raise ConfigError(f"selection: run_with_logits reads the clients' final models; {config.selection!r} "
+                          "would score another epoch; accepted: 'last'")
+    cls = ALGORITHMS.get(config.algorithm)
+    runtime.set_seed(config.seed)
+    runtime.set_flush_denormal()
+    federation = build_federation(config, keep_cross_edges=cls.needs_cross_edges)
+    algorithm = cls(config, federation, runtime.get_device(config.device))
+    result = algorithm.run()
+    if config.algorithm == "localbias":
+        test = result.extras["localbias"]["test_logits"]
+        return result, test["global_id"], test["logits"]
+    ids, logits = [], []
+    for client, data in zip(algorithm.clients, federation.clients):
+        prediction = client.evaluate()["test"]
+        mine = data.global_id[data.test_mask]
+        if prediction.logits.shape[0] != mine.numel() or not torch.equal(prediction.y.cpu(), federation.data.y[mine]):
+            raise RuntimeError(f"{config.algorithm}: client {client.cid}'s test predictions are not its test nodes "
+                               "in order; local bias cannot be aligned")
+        ids.append(mine)
+        logits.append(prediction.logits.detach().cpu())
+    ids, logits = torch.cat(ids), torch.cat(logits)
+    order = torch.argsort(ids)
+    return result, ids[order], logits[order]
+
+
+def bias_config(row_id: str, dataset: str, partition: str, num_clients: int, seed: int, rounds: int,
+                lr: float) -> ExperimentConfig:
+    """One run of the local-bias study: ``row_id`` (or ``"central"``/the reference GCN) on ``partition``."""
+    if partition not in PARTITIONS:
+        raise ConfigError(f"partitions: {partition!r} is not accepted; accepted: {', '.join(PARTITIONS)}")
+    name, options = PARTITIONS[partition]
+    fields = row_fields("gcn" if row_id == "central" else row_id, dataset, num_clients, seed, lr, rounds,
+                        "motivation", evaluate_every=1)
+    fields.update(partition=name, partition_options=options, selection="last",
+                  setting=", ".join(p for p in (fields["setting"], f"partition={partition}") if p))
+    return ExperimentConfig.from_dict(fields)
+
+
+def plan(datasets: Sequence[str], edge_clients: Sequence[int], bias_datasets: Sequence[str],
+         bias_clients: Sequence[int], methods: Sequence[str], partitions: Sequence[str], noniid_clients: int,
+         seeds: Sequence[int], rounds: int, lr: float) -> dict[str, Any]:
+    """What ``notebooks/localbias/1_motivation`` builds: ``{"edge_ready", "runs", "not_implemented"}``.
+
+    ``runs``: a list of ``(kind, config)``: per available dataset of ``bias_datasets``, seed and
+    partition (``normal`` at every K of ``bias_clients``, ``non-iid`` at ``noniid_clients``), each
+    implemented row of ``methods``, the reference GCN (``reference``) and, for the noise floor, the reference
+    with seed + 1000 (``floor``). Called by the notebook and by ``fgl run``.
+    """
+    from fglcore import experiment
+    from fglcore.checks import POSITIVE, Bounds
+
+    experiment.check_lists(datasets=datasets, edge_clients=edge_clients, bias_datasets=bias_datasets,
+                           bias_clients=bias_clients, methods=methods, partitions=partitions, seeds=seeds)
+    experiment.check_datasets("datasets", datasets, "node")
+    experiment.check_datasets("bias_datasets", bias_datasets, "node")
+    POSITIVE.check("parameter 'edge_clients'", list(edge_clients))
+    POSITIVE.check("parameter 'bias_clients'", list(bias_clients))
+    POSITIVE.check("parameter 'noniid_clients'", noniid_clients)
+    POSITIVE.check("parameter 'rounds'", rounds)
+    Bounds(above=0).check("parameter 'lr'", lr)
+    for name, value in (("datasets", datasets), ("bias_datasets", bias_datasets)):
+        with experiment.parameters_named({"dataset": name}):
+            for d in value:
+                dataset_role(d)
+    with experiment.parameters_named({"rows": "methods"}):
+        run_rows, missing = split_rows(methods)
+    ready = [d for d in bias_datasets if data_status(d) == "available"]
+    runs = []
+    with experiment.parameters_named({"seed": "seeds", "num_clients": "bias_clients", "dataset": "bias_datasets",
+                                      "partition": "partitions"}):
+        for dataset in ready:
+            for partition in partitions:
+                for k in (bias_clients if partition == "normal" else [noniid_clients]):
+                    for seed in seeds:
+                        for row_id in run_rows:
+                            runs.append((row_id, bias_config(row_id, dataset, partition, int(k), seed, rounds, lr)))
+                        runs.append(("reference", bias_config("central", dataset, partition, int(k), seed, rounds,
+                                                              lr)))
+                        runs.append(("floor", bias_config("central", dataset, partition, int(k), seed + 1000,
+                                                          rounds, lr)))
+    return {"edge_ready": [d for d in datasets if data_status(d) == "available"], "runs": runs,
+            "not_implemented": missing, "bias_ready": ready}
+
+
+def bias_study(runs: Sequence[tuple[str, ExperimentConfig]], progress: bool = False
+               ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run the study of :func:`plan`: ``(table, curves)``.
+
+    ``table``: one row per method run (and one ``noise floor`` row per reference): dataset, partition,
+    clients, seed, method label, test accuracy (%), local bias of logits and of probabilities against the
+    reference of the same dataset, partition, K and seed. ``curves``: test accuracy (%) per epoch.
+    """
+    from tqdm.auto import tqdm
+
+    from fglcore.metrics import local_bias
+
+    outputs: dict[tuple, tuple[str, Any, torch.Tensor, torch.Tensor]] = {}
+    for kind, config in tqdm(runs, disable=not progress, desc="local bias"):
+        partition = config.setting.split("partition=")[1]
+        seed = config.seed - 1000 if kind == "floor" else config.seed
+        key = (config.dataset, partition, config.num_clients, seed)
+        result, ids, logits = run_with_logits(config)
+        outputs[key + (kind,)] = (kind, result, ids, logits)
+    table, curves = [], []
+    for (dataset, partition, k, seed, kind), (_, result, ids, logits) in outputs.items():
+        if kind == "reference":
+            continue
+        ref_ids, ref = outputs[(dataset, partition, k, seed, "reference")][2:]
+        if not torch.equal(ids, ref_ids):
+            raise RuntimeError("local bias: the run and its reference scored different test nodes")
+        label = "noise floor (central GCN, other seed)" if kind == "floor" else ROWS[kind].label
+        table.append({"dataset": dataset, "partition": partition, "clients": k, "seed": seed, "method": label,
+                      "accuracy": 100 * result.metrics["test_accuracy"],
+                      "local bias (logits)": local_bias(logits, ref, "logits"),
+                      "local bias (probabilities)": local_bias(logits, ref, "probabilities")})
+        for h in result.history:
+            if "test_accuracy" in h:
+                curves.append({"dataset": dataset, "partition": partition, "clients": k, "seed": seed,
+                               "method": label, "epoch": int(h["round"]), "accuracy": 100 * h["test_accuracy"]})
+    return pd.DataFrame(table), pd.DataFrame(curves)
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Mean ± population std over seeds per dataset, partition, K and method."""
+    if table.empty:
+        return table
+    keys = ["dataset", "partition", "clients", "method"]
+    values = ["accuracy", "local bias (logits)", "local bias (probabilities)"]
+    grouped = table.groupby(keys, sort=False)[values]
+    mean, std = grouped.mean(), grouped.std(ddof=0)
+    out = mean.copy()
+    for v in values:
+        digits = 2 if v == "accuracy" else 3
+        out[v] = [f"{m:.{digits}f} ± {s:.{digits}f}" for m, s in zip(mean[v], std[v])]
+    out["seeds"] = grouped.size()
+    return out.reset_index()
+
+
+__all__ = ["edge_share_table", "run_with_logits", "bias_config", "plan", "bias_study", "summary",
+           "PAPER_DATASETS", "BIAS_ROWS", "PARTITIONS", "EDGE_SHARE_CLIENTS", "PAPER_EDGE_SHARE"]

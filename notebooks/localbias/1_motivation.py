@@ -1,0 +1,222 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Tackling the local bias in FGL: the problem
+#
+# Zhang et al. ("Tackling the Local Bias in Federated Graph Learning", arXiv
+# 2110.12906) look at one graph split over $K$ clients, each holding its nodes
+# with their features and labels and **every edge that touches them**,
+# including edges to other clients' nodes. Two things make a client's model
+# worse than one trained on the whole graph — the paper calls the gap the
+# *local bias*:
+#
+# * **incomplete use of cross-client edges**: FedAvg drops them; neighbour
+#   collection (FedAvg+nc) copies a one-hop sample of them; with a random
+#   partition into $K$ clients about $1 - 1/K$ of the edges cross clients;
+# * **divergent local distributions**: clients with different label mixes
+#   pull the averaged model in different directions.
+#
+# It is measured (Sec. 4.2) as the mean Euclidean distance between the test
+# logits of the FGL model and of a centralised GCN trained with the same
+# hyperparameters:
+#
+# $$\mathrm{LB} = \frac1{|V_{test}|}\sum_{i\in V_{test}} \lVert z_i^{\mathrm{FGL}} - z_i^{\mathrm{central}}\rVert_2 .$$
+#
+# Two centralised GCNs trained with different seeds are not at distance 0:
+# that distance is the **noise floor** below which no method can go. This
+# notebook measures the cross-client edge share against $K$, then accuracy
+# and local bias of FedAvg, FedAvg+nc and ours under a normal (random) and a
+# non-i.i.d. partition, and the convergence curves.
+
+# %% tags=["parameters"]
+profile = "quick"  # parameter set of this run: smoke | quick | full
+output_dir = ""  # results folder; empty means outputs/<profile>/localbias
+datasets = ["Cora", "CiteSeer"]  # graphs whose cross-client edge share is measured
+edge_clients = [4, 8, 16, 32]  # numbers of clients of the edge-share table (paper: 4, 8, 16, 32)
+bias_datasets = ["Cora"]  # graphs of the accuracy / local-bias study
+bias_clients = [4, 8]  # numbers of clients of the normal partition (paper: 4, 8, 16, 32)
+methods = ["fedavg", "fedavg_nc", "ours_gcn"]  # rows (ids of fglcore.papers.localbias.tables.ROWS)
+partitions = ["normal", "non-iid"]  # normal: random equal-size; non-iid: a few favoured classes x10 per client (A12)
+noniid_clients = 8  # clients of the non-i.i.d. comparison
+seeds = [0, 1]  # runs per cell (the digest asks for at least 3)
+rounds = 100  # epochs of every run (one FedAvg round each)
+lr = 0.01  # learning rate of every run (no search in this study)
+progress = True  # show progress bars
+
+# %%
+import pandas as pd
+from IPython.display import display
+
+from fglcore import paths, plotting, runtime
+from fglcore.papers.localbias import motivation as mv
+
+plan = mv.plan(datasets, edge_clients, bias_datasets, bias_clients, methods, partitions, noniid_clients, seeds,
+               rounds, lr)  # every run below, validated before any runs
+out = paths.resolve_output_dir(output_dir, profile, "localbias")
+runtime.set_threads()
+plotting.set_style()
+pd.set_option("display.width", 200)
+pd.set_option("display.max_columns", 20)
+print(f"profile {profile}: results go to {paths.display_path(out)}")
+
+# %% [markdown]
+# ## 1. How many edges cross clients
+#
+# Under a random partition into $K$ equal parts, an edge stays inside a client
+# only if both its ends land in the same part: probability about $1/K$. Written
+# out for one graph, then the library's table for all:
+
+# %%
+import torch
+
+from fglcore.data.datasets import load_node_data
+from fglcore.data.partition import partition_nodes
+
+graph = load_node_data(plan["edge_ready"][0])
+src, dst = graph.edge_index
+by_hand = {}
+for k in edge_clients:
+    owner = partition_nodes(graph, "random", k, 0, equal_size=True)
+    by_hand[k] = round(100 * float((owner[src] != owner[dst]).float().mean()), 2)
+shares = mv.edge_share_table(plan["edge_ready"], edge_clients)
+first = shares[shares["dataset"] == plan["edge_ready"][0]]
+assert first.set_index("clients")["cross-client edges (%)"].to_dict() == by_hand
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(shares.to_string(index=False))
+shares.to_csv(out / "1_edge_share.csv", index=False)
+
+# %%
+from matplotlib.figure import Figure
+
+fig = Figure(figsize=(5.2, 3.4))
+ax = fig.subplots()
+for name, part in shares.groupby("dataset", sort=False):
+    ax.plot(part["clients"], part["cross-client edges (%)"], "o-", label=name)
+ax.plot(list(mv.PAPER_EDGE_SHARE), list(mv.PAPER_EDGE_SHARE.values()), "k*", markersize=10, label="paper (Sec. 4.2)")
+ax.set_xscale("log", base=2)
+ax.set_xlabel("clients K")
+ax.set_ylabel("cross-client edges (%)")
+ax.set_title("random equal-size partition: about 1 - 1/K of the edges cross")
+ax.legend(fontsize="small")
+fig.tight_layout()
+plotting.save_figure(fig, out / "1_edge_share.png")
+display(fig)
+
+# %% [markdown]
+# The paper's 74.86 / 87.33 / 93.56 / 96.68 % sit consistently about 0.2 %
+# below $1-1/K$ (digest A14; its dataset is not stated). Ours fluctuate around
+# $1-1/K$ by the partition's draw.
+#
+# ## 2. Accuracy and local bias: FedAvg, FedAvg+nc, ours
+#
+# Every run: `rounds` epochs of Adam at `lr`, a GCN of the dataset's depth,
+# hidden 128, dropout 0.2, the model of the **last** epoch (what a client
+# holds). FedAvg trains on each client's subgraph without its cross-client
+# edges (one local epoch per round) and is scored there; ours uses every
+# edge (Eq. 2) with label-guided sampling of a quarter of the nodes. The
+# centralised GCN with the same seed is the reference; with another seed
+# it gives the noise floor. A row whose algorithm is not registered yet
+# (FedAvg+nc is being implemented on another branch) is listed, not run.
+
+# %%
+print("not implemented yet:", ", ".join(mv.ROWS[r].label for r in plan["not_implemented"]) or "none")
+print(f"{len(plan['runs'])} runs on {', '.join(plan['bias_ready'])}: "
+      f"{sum(kind not in ('reference', 'floor') for kind, _ in plan['runs'])} FGL runs, "
+      f"{sum(kind == 'reference' for kind, _ in plan['runs'])} references, "
+      f"{sum(kind == 'floor' for kind, _ in plan['runs'])} noise-floor runs")
+table, curves = mv.bias_study(plan["runs"], progress=progress)
+table.to_csv(out / "1_local_bias.csv", index=False)
+curves.to_csv(out / "1_curves.csv", index=False)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(mv.summary(table).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+
+# %%
+normal = table[table["partition"] == "normal"]
+fig = Figure(figsize=(9, 3.4))
+axes = fig.subplots(1, 2)
+for ax, value in zip(axes, ["accuracy", "local bias (logits)"]):
+    for name, part in normal.groupby("method", sort=False):
+        cell = part.groupby("clients")[value].agg(["mean", "std"]).reset_index()
+        ax.errorbar(cell["clients"], cell["mean"], yerr=cell["std"].fillna(0), marker="o", capsize=3, label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("clients K")
+    ax.set_ylabel(value + (" (%)" if value == "accuracy" else ""))
+axes[0].set_title("test accuracy vs K (normal partition)")
+axes[1].set_title("local bias vs K")
+axes[1].legend(fontsize="x-small")
+fig.tight_layout()
+plotting.save_figure(fig, out / "1_bias_vs_clients.png")
+display(fig)
+
+# %% [markdown]
+# ## 3. Normal vs non-i.i.d. partitions
+#
+# The non-i.i.d. partition gives each client a few favoured classes drawn ten
+# times as often (A12: 2 of Cora's 7 classes, 10 % of the classes of the
+# 41/47-class substitutes), equal-size clients. The paper: FedAvg loses the
+# most (over 10 points), neighbour collection recovers part, ours hardly
+# changes and has the lowest local bias in both settings.
+
+# %%
+k_noniid = noniid_clients
+both = table[table["clients"] == k_noniid]
+fig = Figure(figsize=(9, 3.4))
+axes = fig.subplots(1, 2)
+for ax, value in zip(axes, ["accuracy", "local bias (logits)"]):
+    cell = both.groupby(["method", "partition"], sort=False)[value].mean().unstack("partition")
+    cell.plot.bar(ax=ax, rot=15)
+    ax.set_ylabel(value)
+    ax.set_xlabel("")
+    ax.legend(fontsize="x-small")
+axes[0].set_title(f"test accuracy, K = {k_noniid}")
+axes[1].set_title("local bias")
+fig.tight_layout()
+plotting.save_figure(fig, out / "1_noniid.png")
+display(fig)
+
+# %% [markdown]
+# ## 4. Convergence
+#
+# Test accuracy after every epoch (mean over seeds), K = `noniid_clients`,
+# both partitions. The paper: the non-i.i.d. partition "distinctly reduces
+# the convergence rate" of the baselines while ours "converges much faster".
+
+# %%
+sel = curves[(curves["clients"] == k_noniid) & ~curves["method"].str.startswith("noise")]
+fig = Figure(figsize=(9, 3.4))
+axes = fig.subplots(1, 2, sharey=True)
+for ax, partition in zip(axes, ["normal", "non-iid"]):
+    for name, part in sel[sel["partition"] == partition].groupby("method", sort=False):
+        mean = part.groupby("epoch")["accuracy"].mean()
+        ax.plot(mean.index, mean.values, label=name)
+    ax.set_title(f"{partition}, K = {k_noniid}")
+    ax.set_xlabel("epoch")
+axes[0].set_ylabel("test accuracy (%)")
+axes[0].legend(fontsize="x-small")
+fig.tight_layout()
+plotting.save_figure(fig, out / "1_convergence.png")
+display(fig)
+
+# %% [markdown]
+# What to read here, against the paper's claims (digest §6.5, items 2-3):
+# FedAvg's accuracy should fall and its local bias rise with $K$ and under
+# the non-i.i.d. partition; ours should stay near the centralised model
+# (local bias near the noise floor) in both settings. The `smoke` profile
+# trains two epochs: its numbers only show that the pipeline runs; the
+# `quick` and `full` profiles train long enough to judge.

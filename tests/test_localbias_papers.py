@@ -1,0 +1,128 @@
+"""fglcore.papers.localbias: plans, the learning-rate choice, Table 3's memory accounting, the local-bias study."""
+import pandas as pd
+import pytest
+import torch
+
+from fglcore.config import ConfigError
+from fglcore.data.federation import build_federation
+from fglcore.papers.localbias import analysis as la
+from fglcore.papers.localbias import motivation as lm
+from fglcore.papers.localbias import tables as lt
+
+
+def _search_rows(values):
+    """Validation rows of the learning-rate search: {(row setting, lr, seed): value}."""
+    rows = []
+    for (setting, lr, seed), value in values.items():
+        rows.append({"paper": "localbias", "table": "lr", "dataset": "Cora", "partition": "random", "num_clients": 8,
+                     "method": "localbias", "model": "gcn", "setting": lt.with_lr(setting, lr), "metric": "val_accuracy",
+                     "seed": seed, "value": value, "selected_round": 1, "config_id": f"{setting}{lr}{seed}"})
+    return pd.DataFrame(rows)
+
+
+def test_choose_lr_takes_the_best_mean_validation_and_breaks_ties_upwards():
+    ours = "variant=ours, backbone=gcn"
+    full = "variant=ours-full, backbone=gcn"
+    rows = _search_rows({(ours, 0.1, 0): 70.0, (ours, 0.1, 1): 80.0, (ours, 0.01, 0): 76.0, (ours, 0.01, 1): 76.0,
+                         (full, 0.01, 0): 60.0, (full, 0.001, 0): 60.0})
+    chosen = lt.choose_lr(rows).set_index("row")
+    assert chosen.loc["ours_gcn", "lr"] == 0.01  # mean 76 beats mean 75
+    assert chosen.loc["cagnet", "lr"] == 0.01  # tie: the larger rate
+    assert chosen.loc["ours_gcn", "seeds"] == 2
+
+
+def test_table_configs_reuse_the_search_computation():
+    from fglcore.results import run_id
+
+    chosen = pd.DataFrame([{"dataset": "Cora", "row": "ours_gcn", "lr": 0.01, "val_accuracy": 1.0, "seeds": 1}])
+    (search,) = lt.lr_search_configs(["ours_gcn"], ["Cora"], [0], [0.01], rounds=2)
+    (table,) = lt.table_configs("2", ["ours_gcn"], chosen, [0], rounds=2)
+    assert table.table == "2" and table.setting == "variant=ours, backbone=gcn"
+    assert search.setting == "variant=ours, backbone=gcn, lr=0.01"
+    assert run_id(search) == run_id(table)  # the store copies, never recomputes
+
+
+def test_rows_not_registered_are_not_implemented_and_the_plan_validates_first():
+    assert lt.row_status("ours_gcn") == "runs" and lt.row_status("1gnn") == "not implemented"
+    plan = lt.results_plan(["Cora"], ["gcn", "1gnn", "ours_gcn"], ["ours_star"], [0], [0.01], 2, 1, ["Cora"], [4], 2,
+                           "simulated")
+    assert {c.algorithm for c in plan["search"]} == {"central", "localbias"}
+    cover = plan["coverage"].set_index(["table", "paper column", "row"])["status"]
+    assert cover[("2", "PubMed", "1-GNN [17]")] == "not implemented"
+    assert cover[("2", "PubMed", "Ours+GCN")] == "runs on Cora"
+    assert cover[("2", "Reddit", "Ours+GCN")] == "not in this profile"
+    with pytest.raises(ConfigError, match="parameter 'lrs'"):
+        lt.results_plan(["Cora"], ["gcn"], ["ours_star"], [0], [0.0], 2, 1, [], [4], 2, "simulated")
+    with pytest.raises(ConfigError, match="table2_methods"):
+        lt.results_plan(["Cora"], ["nope"], ["ours_star"], [0], [0.01], 2, 1, [], [4], 2, "simulated")
+    with pytest.raises(ConfigError, match="cost_engine"):
+        lt.results_plan(["Cora"], ["gcn"], ["ours_star"], [0], [0.01], 2, 1, ["Cora"], [4], 2, "mpi")
+    with pytest.raises(ConfigError, match="Chameleon"):
+        lt.results_plan(["Chameleon"], ["gcn"], ["ours_star"], [0], [0.01], 2, 1, [], [4], 2, "simulated")
+
+
+def test_substitutes_take_the_role_of_the_paper_datasets():
+    reddit, products = lt.dataset_role("Reddit-like"), lt.dataset_role("Products-like")
+    assert (reddit.layers, reddit.epochs, reddit.stands_for) == (4, 200, "Reddit")
+    assert (products.layers, products.epochs, products.stands_for) == (3, 1000, "ogbn-products")
+    (config,) = lt.lr_search_configs(["ours_gcn"], ["Reddit-like"], [0], [0.01], rounds=1)
+    assert config.split == "global_random" and config.split_ratios == [0.66, 0.10, 0.24]
+    assert config.algorithm_options["sample_ratio"] == pytest.approx(50000 / 232965)
+
+
+def test_memory_accounting_reproduces_the_papers_pubmed_example():
+    """Digest §6.3: ours on PubMed at K = 4 holds 1,250 sampled rows: 2.5 MB of features, 0.64 MB hidden,
+    0.26 MB of W1 -- the paper prints 3.50 MB; CAGNET's full rows give about (N/K)/s_k times as much."""
+    full, fedavg, ours = lt.cost_configs(["PubMed"], [4], 1, "simulated")  # TABLE3_ROWS order
+    assert ours.setting == "variant=ours, backbone=gcn" and fedavg.algorithm == "fedavg"
+    memory = {name: lt.memory_mb_per_client(c, build_federation(c, keep_cross_edges=True))
+              for name, c in (("ours", ours), ("fedavg", fedavg), ("full", full))}
+    features_hidden_w1 = (1250 * 500 + 1250 * 128 + 1250 * 3 + 501 * 128 + 129 * 3) * 4 / 1e6
+    assert memory["ours"][0] == pytest.approx(features_hidden_w1, rel=0.05)
+    assert abs(sum(memory["ours"]) / 4 - 3.50) / 3.50 < 0.1
+    assert all(f > 3 * o for f, o in zip(memory["full"], memory["ours"]))
+    assert all(f > a for f, a in zip(memory["full"], memory["fedavg"]))  # cross-client edges cost memory
+
+
+def test_edge_share_is_about_one_minus_one_over_k():
+    table = lm.edge_share_table(["Cora"], [4, 8])
+    for row in table.itertuples():
+        assert abs(row[3] - 100 * (1 - 1 / row.clients)) < 2.0
+
+
+def test_local_bias_study_runs_and_aligns_every_method_with_its_reference():
+    plan = lm.plan(["Cora"], [4], ["Cora"], [4], ["fedavg", "fedavg_nc", "ours_gcn"], ["normal"], 4, [0], 2, 0.01)
+    kinds = [kind for kind, _ in plan["runs"]]
+    assert kinds.count("reference") == kinds.count("floor") == 1
+    assert ("fedavg_nc" in kinds) == (lt.row_status("fedavg_nc") == "runs")
+    table, curves = lm.bias_study(plan["runs"])
+    assert set(table["method"]) >= {"FedAvg+GCN", "Ours+GCN", "noise floor (central GCN, other seed)"}
+    assert (table["local bias (logits)"] > 0).all() and (curves["epoch"].max() == 2)
+    with pytest.raises(ConfigError, match="selection"):
+        lm.run_with_logits(lt.lr_search_configs(["fedavg"], ["Cora"], [0], [0.01], rounds=1)[0])
+
+
+def test_the_step_length_plan_keeps_the_nodes_per_epoch():
+    configs = la.step_configs("Cora", [1, 4], 0.4, 2, 8, 0, 0.01)
+    assert [c.rounds for c in configs] == [2, 8]
+    assert [c.algorithm_options["sample_ratio"] for c in configs] == pytest.approx([0.4, 0.1])
+    with pytest.raises(ConfigError, match="epoch_ratio"):
+        la.plan("Cora", [1], 1.5, 1, ["Cora"], 1, ["Cora"], 8, 0, 0.01)
+
+
+def test_complexity_orderings_of_the_papers_communication_claim():
+    table = la.complexity_table(["Cora"], 8)
+    comm = table[table["cost"] == "comm"].set_index("method")["value"]
+    assert comm["FedAvg+GCN"] < comm["BNS-GCN"] < comm["Ours"] < comm["CAGNET"]
+    memory = table[table["cost"] == "memory"].set_index("method")["value"]
+    assert memory["Ours"] < memory["FedAvg+GCN"] <= memory["CAGNET"]
+    assert torch.tensor(table["value"].to_numpy()).isfinite().all()
+
+
+def test_table3_ratios_read_the_papers_cells():
+    paper = lt.paper_cost_table()
+    assert len(paper) == 18 and set(paper["row"]) == {"CAGNET [23]", "FedAvg+GCN", "Ours+GCN"}
+    ratios = lt.cost_ratios(paper).set_index(["dataset", "clients"])
+    assert ratios.loc[("PubMed", 4), "time ours / CAGNET"] == pytest.approx(0.0526 / 0.3063)
+    assert ratios.loc[("Reddit", 8), "memory ours / FedAvg"] == pytest.approx(30.43 / 104.38)
+    assert "bytes ours / FedAvg" not in ratios  # Table 3 has no communication column
