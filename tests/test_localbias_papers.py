@@ -42,7 +42,11 @@ def test_table_configs_reuse_the_search_computation():
     assert run_id(search) == run_id(table)  # the store copies, never recomputes
 
 
-def test_rows_not_registered_are_not_implemented_and_the_plan_validates_first():
+def test_rows_not_registered_are_not_implemented_and_the_plan_validates_first(monkeypatch):
+    import dataclasses
+
+    assert all(lt.row_status(r) == "runs" for r in lt.ROWS)  # every row of the paper is registered
+    monkeypatch.setitem(lt.ROWS, "1gnn", dataclasses.replace(lt.ROWS["1gnn"], model="no_such_model"))
     assert lt.row_status("ours_gcn") == "runs" and lt.row_status("1gnn") == "not implemented"
     plan = lt.results_plan(["Cora"], ["gcn", "1gnn", "ours_gcn"], ["ours_star"], [0], [0.01], 2, 1, ["Cora"], [4], 2,
                            "simulated")

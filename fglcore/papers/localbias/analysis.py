@@ -159,7 +159,7 @@ def plan(step_dataset: str, steps: Sequence[int], epoch_ratio: float, step_epoch
     Called by the notebook and by ``fgl run``."""
     from fglcore import experiment
     from fglcore.checks import NON_NEGATIVE, POSITIVE, Bounds
-    from fglcore.papers.localbias.tables import data_status
+    from fglcore.data.datasets import availability, available
 
     experiment.check_lists(steps=steps, time_datasets=time_datasets, complexity_datasets=complexity_datasets)
     experiment.check_datasets("step_dataset", step_dataset, "node")
@@ -180,10 +180,10 @@ def plan(step_dataset: str, steps: Sequence[int], epoch_ratio: float, step_epoch
     with experiment.parameters_named({"rounds": "step_epochs", "seed": "seed", "num_clients": "num_clients",
                                       "algorithm_options.sample_ratio": "epoch_ratio"}):
         steps_configs = step_configs(step_dataset, steps, epoch_ratio, step_epochs, num_clients, seed, lr) \
-            if data_status(step_dataset) == "available" else []
+            if availability(step_dataset) == "available" else []
     with experiment.parameters_named({"rounds": "time_rounds", "seed": "seed", "num_clients": "num_clients",
                                       "dataset": "time_datasets"}):
-        time = time_configs([d for d in time_datasets if data_status(d) == "available"], time_rounds, num_clients,
+        time = time_configs(available(time_datasets), time_rounds, num_clients,
                             seed, lr)
     return {"steps": steps_configs, "time": time,
-            "complexity": [d for d in complexity_datasets if data_status(d) == "available"]}
+            "complexity": available(complexity_datasets)}

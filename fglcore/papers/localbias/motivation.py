@@ -27,7 +27,8 @@ import pandas as pd
 import torch
 
 from fglcore.config import ConfigError, ExperimentConfig
-from fglcore.papers.localbias.tables import (PAPER_DATASETS, ROWS, data_status, dataset_role, row_fields,
+from fglcore.data.datasets import available
+from fglcore.papers.localbias.tables import (PAPER_DATASETS, ROWS, dataset_role, row_fields,
                                              split_rows)
 
 EDGE_SHARE_CLIENTS = [4, 8, 16, 32]
@@ -143,7 +144,7 @@ def plan(datasets: Sequence[str], edge_clients: Sequence[int], bias_datasets: Se
                 dataset_role(d)
     with experiment.parameters_named({"rows": "methods"}):
         run_rows, missing = split_rows(methods)
-    ready = [d for d in bias_datasets if data_status(d) == "available"]
+    ready = available(bias_datasets)
     runs = []
     with experiment.parameters_named({"seed": "seeds", "num_clients": "bias_clients", "dataset": "bias_datasets",
                                       "partition": "partitions"}):
@@ -157,7 +158,7 @@ def plan(datasets: Sequence[str], edge_clients: Sequence[int], bias_datasets: Se
                                                               lr)))
                         runs.append(("floor", bias_config("central", dataset, partition, int(k), seed + 1000,
                                                           rounds, lr)))
-    return {"edge_ready": [d for d in datasets if data_status(d) == "available"], "runs": runs,
+    return {"edge_ready": available(datasets), "runs": runs,
             "not_implemented": missing, "bias_ready": ready}
 
 

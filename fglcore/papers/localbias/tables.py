@@ -60,6 +60,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import pandas as pd
 
 from fglcore.config import ConfigError, ExperimentConfig
+from fglcore.data.datasets import availability, available
 
 PAPER = "localbias"
 
@@ -175,15 +176,6 @@ def row_status(row_id: str) -> str:
     return "runs" if ok else "not implemented"
 
 
-def data_status(dataset: str) -> str:
-    """``"available"`` or ``"data not available"`` (raw files neither present nor in the mirror)."""
-    from fglcore.data.datasets import dataset_names, dataset_status
-
-    if dataset not in dataset_names("node"):
-        return "data not available"
-    return "available" if dataset_status(dataset).status != "missing" else "data not available"
-
-
 def split_rows(row_ids: Iterable[str]) -> tuple[list[str], list[str]]:
     """``row_ids`` split into those that run here and those not implemented (yet)."""
     run, missing = [], []
@@ -247,8 +239,6 @@ def choose_lr(search: pd.DataFrame) -> pd.DataFrame:
 
     ``search``: rows of :func:`lr_search_configs`' runs. Returns ``dataset, row, lr, val_accuracy, seeds``;
     ties go to the larger learning rate (fewer epochs wasted)."""
-    from fglcore.results import ResultStore  # noqa: F401  (schema of ``search``)
-
     val = search[(search["metric"] == "val_accuracy") & (search["table"] == "lr")].copy()
     if val.empty:
         return pd.DataFrame(columns=["dataset", "row", "lr", "val_accuracy", "seeds"])
@@ -289,7 +279,7 @@ def coverage(tables: Mapping[str, Sequence[str]], datasets: Sequence[str]) -> pd
                 elif not here:
                     why = "not in this profile"
                 else:
-                    ready = [d for d in here if data_status(d) == "available"]
+                    ready = available(here)
                     why = f"runs on {', '.join(ready)}" if ready else "data not available"
                 label = TABLE5_LABELS.get(row_id, ROWS[row_id].label) if table == "5" else ROWS[row_id].label
                 rows.append({"table": table, "paper column": column, "row": label, "status": why})
@@ -307,7 +297,7 @@ def datasets_table(datasets: Sequence[str]) -> pd.DataFrame:
                     "layers": role.layers, "epochs": role.epochs, "s/N": round(role.sample_ratio, 4),
                     "split": role.split if role.split != "global_random" else
                     "random " + "/".join(f"{100 * r:g}" for r in role.split_ratios),
-                    "status": data_status(d)})
+                    "status": "available" if availability(d) == "available" else "data not available"})
     return pd.DataFrame(out)
 
 
@@ -345,14 +335,14 @@ def results_plan(datasets: Sequence[str], table2_methods: Sequence[str], table5_
         split_rows(table2_methods)
     with experiment.parameters_named({"rows": "table5_methods"}):
         split_rows(table5_methods)
-    ready = [d for d in datasets if data_status(d) == "available"]
+    ready = available(datasets)
     if not ready:
         raise ConfigError(f"parameter 'datasets': none of {', '.join(datasets)} is available here (fgl datasets "
                           "shows what is); accepted: at least one available dataset, e.g. Cora")
     rows = list(dict.fromkeys([*table2_methods, *table5_methods]))
     with experiment.parameters_named({"seed": "seeds", "lr": "lrs", "rounds": "rounds", "dataset": "datasets"}):
         search = lr_search_configs(rows, ready, seeds, lrs, rounds, evaluate_every=evaluate_every)
-    cost_ready = [d for d in cost_datasets if data_status(d) == "available"]
+    cost_ready = available(cost_datasets)
     with experiment.parameters_named({"dataset": "cost_datasets", "num_clients": "cost_clients",
                                       "rounds": "cost_rounds", "algorithm_options.engine": "cost_engine"}):
         cost = cost_configs(cost_ready, cost_clients, cost_rounds, cost_engine)
