@@ -74,10 +74,11 @@ print(f"profile {profile}: results go to {paths.display_path(out)}")
 # ## 1. Data and rows
 #
 # What each dataset is to the paper, its settings, and for every row of the
-# paper's tables whether it runs here. `not implemented`: the algorithm is not
-# registered yet (the baselines GraphSAGE, GraphSAINT, BNS-GCN and LLCG are
-# being implemented on another branch; the centralised 1-GNN needs the 1-GNN
-# as a registered model); such rows run as soon as they are registered.
+# paper's tables whether it runs here: `runs on <dataset>`, `not in this
+# profile`, or `data not available` (Reddit and ogbn-products have no offline
+# copy; the synthetic substitutes `Reddit-like` and `Products-like` stand in,
+# labelled as such). Every method of the paper is registered; a row whose
+# algorithm were not would read `not implemented`.
 
 # %%
 # NBVAL_CHECK_OUTPUT
