@@ -164,6 +164,15 @@ def test_graphsage_trains_on_mini_batches_of_the_whole_graph():
     assert max(seeds.numel() for _, _, seeds in batches) == 8
 
 
+def test_graphsage_fanouts_default_to_the_library_ones_for_every_depth():
+    from fglcore.algorithms.graphsage import default_fanouts
+
+    assert default_fanouts(2) == [25, 10] and default_fanouts(3) == [15, 10, 5]  # digest A21
+    assert default_fanouts(1) == [25] and default_fanouts(4) == [15, 10, 5, 5]
+    config = ExperimentConfig.from_dict({"algorithm": "graphsage", "model": "sage", "num_layers": 4})
+    assert config.algorithm_options.get("fanouts") is None  # Reddit's four layers need no fan-out given
+
+
 def test_centralised_options_are_checked_before_any_work():
     with pytest.raises(ConfigError, match="fanouts"):
         ExperimentConfig.from_dict({"algorithm": "graphsage", "model": "sage", "num_layers": 3,

@@ -6,7 +6,8 @@ sampled fixed-size neighbourhoods); row "GraphSAGE [8]" of Zhang et al.,
 "Tackling the Local Bias in Federated Graph Learning" (arXiv 2110.12906,
 Table 2). The local-bias paper gives no setting for it; the digest's reading
 A21 takes the library defaults: mean aggregator, fan-outs [25, 10] for two
-layers ([15, 10, 5] for three).
+layers ([15, 10, 5] for three; :func:`default_fanouts`, the option
+``fanouts`` left ``None``).
 
 One model (``config.model`` = ``"sage"``: PyG's ``GraphSAGE``, mean
 aggregator, root weight) on the *whole* graph, cross-client edges included,
@@ -46,6 +47,14 @@ from fglcore.models import build_model
 from fglcore.runtime import set_seed
 
 SAMPLERS = ("auto", "fglcore", "pyg")
+
+
+def default_fanouts(num_layers: int) -> list[int]:
+    """The digest's A21 fan-outs: [25, 10] for two layers, [15, 10, 5] for three (library defaults); one
+    layer keeps 25, and deeper models (Reddit's four layers) continue with 5 per extra hop (our extension)."""
+    if num_layers <= 2:
+        return [25, 10][:num_layers]
+    return [15, 10] + [5] * (num_layers - 2)
 
 
 class NeighbourSamplingTrainer(NodeTrainer):
@@ -102,7 +111,7 @@ class GraphSAGESampled(Central):
     name = "graphsage"
     tasks = ("node",)
     models = ("sage",)
-    default_options: dict[str, Any] = {"fanouts": [25, 10], "sampler": "auto"}
+    default_options: dict[str, Any] = {"fanouts": None, "sampler": "auto"}
     option_choices = {"sampler": SAMPLERS}
     citation = "Hamilton, Ying and Leskovec, Inductive Representation Learning on Large Graphs, NeurIPS 2017"
 
@@ -111,6 +120,8 @@ class GraphSAGESampled(Central):
         super().check_config(config)
         options = cls.check_options(config.algorithm_options)
         fanouts = options["fanouts"]
+        if fanouts is None:
+            return cls._check_sampler(options)
         if not fanouts or not all(isinstance(f, int) and not isinstance(f, bool) and (f >= 1 or f == -1)
                                   for f in fanouts):
             raise ConfigError(f"algorithm_options.fanouts: {fanouts!r} is not accepted; accepted: a non-empty list "
@@ -118,6 +129,10 @@ class GraphSAGESampled(Central):
         if len(fanouts) != config.num_layers:
             raise ConfigError(f"algorithm_options.fanouts: {fanouts!r} has {len(fanouts)} hops but num_layers is "
                               f"{config.num_layers}; accepted: one fan-out per layer")
+        cls._check_sampler(options)
+
+    @staticmethod
+    def _check_sampler(options: dict[str, Any]) -> None:
         if options["sampler"] == "pyg" and not pyg_sampling_available():
             raise ConfigError("algorithm_options.sampler: 'pyg' needs pyg-lib or torch-sparse, which are not "
                               "installed; accepted here: auto, fglcore")
@@ -127,5 +142,6 @@ class GraphSAGESampled(Central):
         set_seed(c.seed)
         model = build_model(c.model, int(self.federation.num_features), c.hidden, int(self.federation.num_classes),
                             num_layers=c.num_layers, dropout=c.dropout, task="node", cached=False)
+        fanouts = self.options["fanouts"] or default_fanouts(c.num_layers)
         return NeighbourSamplingTrainer(model, data, c, self.device, minority=minority,
-                                        fanouts=self.options["fanouts"], sampler=self.options["sampler"])
+                                        fanouts=fanouts, sampler=self.options["sampler"])
