@@ -290,7 +290,7 @@ print(steps.round(2).to_string(index=False) if not steps.empty else "reading_dat
 # reading, and whose `code-` row moves it back, is where the paper's text
 # and the authors' code part ways in what they compute.
 #
-# ### The paper's baselines: FedStar predicts each client's majority class
+# ### The paper's baselines: how close is FedStar to a majority-class predictor?
 #
 # Pooled accuracy mixes majority and minority nodes:
 # $O = (1-m)\,A_{maj} + m\,A_{min}$, with $m$ the minority share of the
