@@ -119,20 +119,14 @@ class GraphSAGESampled(Central):
     def check_config(cls, config: ExperimentConfig) -> None:
         super().check_config(config)
         options = cls.check_options(config.algorithm_options)
-        fanouts = options["fanouts"]
-        if fanouts is None:
-            return cls._check_sampler(options)
-        if not fanouts or not all(isinstance(f, int) and not isinstance(f, bool) and (f >= 1 or f == -1)
-                                  for f in fanouts):
+        fanouts = options["fanouts"]  # None: default_fanouts(num_layers)
+        if fanouts is not None and (not fanouts or not all(
+                isinstance(f, int) and not isinstance(f, bool) and (f >= 1 or f == -1) for f in fanouts)):
             raise ConfigError(f"algorithm_options.fanouts: {fanouts!r} is not accepted; accepted: a non-empty list "
-                              "of integers >= 1 (or -1: every neighbour), one per layer")
-        if len(fanouts) != config.num_layers:
+                              "of integers >= 1 (or -1: every neighbour), one per layer, or null (the defaults)")
+        if fanouts is not None and len(fanouts) != config.num_layers:
             raise ConfigError(f"algorithm_options.fanouts: {fanouts!r} has {len(fanouts)} hops but num_layers is "
                               f"{config.num_layers}; accepted: one fan-out per layer")
-        cls._check_sampler(options)
-
-    @staticmethod
-    def _check_sampler(options: dict[str, Any]) -> None:
         if options["sampler"] == "pyg" and not pyg_sampling_available():
             raise ConfigError("algorithm_options.sampler: 'pyg' needs pyg-lib or torch-sparse, which are not "
                               "installed; accepted here: auto, fglcore")
