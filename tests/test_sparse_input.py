@@ -123,3 +123,40 @@ def test_graphsage_aggregates_constant_features_once_with_the_same_values(monkey
     torch.testing.assert_close(out, plain, rtol=1e-5, atol=1e-5)
     assert model(x, edge_index).equal(plain)  # an unregistered input takes PyG's own path
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("backbone", ["gcn", "sage"])
+def test_fedstar_node_first_layer_skips_the_concatenation_with_the_same_values(backbone, monkeypatch):
+    """``F_1([x || g])`` as ``W_x x + W_g g`` on registered features: same output and gradients, sparse product used."""
+    from fglcore.algorithms.training import whole_graph_operators
+    from fglcore.models.fedstar_node import NodeFeatureStructureGNN
+    from fglcore.models.operators import required_operators
+
+    x = bag_of_words(rows=30, cols=200, density=0.03)
+    s = torch.randn(30, 6, generator=torch.Generator().manual_seed(2))
+    edge_index = torch.randint(0, 30, (2, 90), generator=torch.Generator().manual_seed(1))
+    torch.manual_seed(0)
+    model = accept_constant_features(NodeFeatureStructureGNN(200, 6, 8, 3, dropout=0.0, backbone=backbone))
+    graph = whole_graph_operators(edge_index, 30, required_operators(model), torch.float32)
+    concatenated = torch.cat  # the path to avoid: no n x (200 + 8) matrix may be built
+    widths = []
+    monkeypatch.setattr(torch, "cat", lambda parts, *a, **k: widths.append(sum(p.size(-1) for p in parts))
+                        or concatenated(parts, *a, **k))
+
+    def output_and_gradients(features):
+        model.zero_grad()
+        out = model(features, s, graph)
+        (out ** 2).sum().backward()
+        return out.detach(), [p.grad.clone() for p in model.parameters()]
+
+    plain_out, plain_grads = output_and_gradients(x)
+    assert 200 + 8 in widths  # unregistered features are concatenated
+    widths.clear()
+    sparse_products = []
+    original = sparse_input._SparseLinear.apply
+    monkeypatch.setattr(sparse_input._SparseLinear, "apply", lambda *a: sparse_products.append(1) or original(*a))
+    split_out, split_grads = output_and_gradients(constant_features(x.clone()))
+    assert 200 + 8 not in widths and sparse_products
+    torch.testing.assert_close(split_out, plain_out, rtol=1e-5, atol=1e-5)
+    for split, plain in zip(split_grads, plain_grads):
+        torch.testing.assert_close(split, plain, rtol=1e-5, atol=1e-5)

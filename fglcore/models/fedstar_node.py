@@ -10,6 +10,7 @@ from fglcore.config import ConfigError
 from fglcore.models.cached_graph import CachedGraphGuard
 from fglcore.models.operators import GraphOperators, apply_conv
 from fglcore.models.partly_cached_sgconv import PartlyCachedSGConv
+from fglcore.models.sparse_input import apply_conv_to_concat
 from fglcore.models.utils import reset_children
 
 BACKBONES = ("gcn", "sgc", "sage")
@@ -134,6 +135,8 @@ class NodeFeatureStructureGNN(CachedGraphGuard, nn.Module):
         for i, (conv, g) in enumerate(zip(self.feature_convs, self.structure_states(s, graph))):
             if isinstance(conv, PartlyCachedSGConv):
                 h = conv.forward_parts(h, g, edge_index)
+            elif i == 0:  # [x || g] with fixed, possibly sparse, node features x
+                h = apply_conv_to_concat(conv, h, g, graph)
             else:
                 h = apply_conv(conv, torch.cat([h, g], dim=-1), graph)
             if i < last:

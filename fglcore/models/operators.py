@@ -232,19 +232,19 @@ def required_operators(model: nn.Module) -> frozenset[str]:
     """The operators (:data:`SUM`, :data:`GCN`) the message-passing layers of ``model`` can use."""
     kinds = set()
     for module in model.modules():
-        if isinstance(module, GCNConv) and _plain_gcn(module):
+        if isinstance(module, GCNConv) and is_plain_gcn(module):
             kinds.add(GCN)
-        elif isinstance(module, GINConv) or (isinstance(module, SAGEConv) and _plain_sage(module)):
+        elif isinstance(module, GINConv) or (isinstance(module, SAGEConv) and is_plain_sage(module)):
             kinds.add(SUM)
     return frozenset(kinds)
 
 
-def _plain_gcn(conv: GCNConv) -> bool:
+def is_plain_gcn(conv: GCNConv) -> bool:
     # ``cached`` is irrelevant here: the operator passed in is the normalised adjacency of the graph at hand.
     return conv.normalize and conv.add_self_loops and not conv.improved
 
 
-def _plain_sage(conv: SAGEConv) -> bool:
+def is_plain_sage(conv: SAGEConv) -> bool:
     return conv.aggr == "mean" and not conv.project and not conv.normalize and not isinstance(conv.lin_l, nn.ModuleList)
 
 
@@ -256,9 +256,9 @@ def apply_conv(conv: nn.Module, x: Tensor, graph: Tensor | GraphOperators) -> Te
         if not isinstance(conv.eps, nn.Parameter) and float(conv.eps) == 0.0:
             return conv.nn(graph.adjacency.propagate(x, add_self=True))  # (1 + 0) * x is x, bit for bit
         return conv.nn(graph.adjacency @ x + (1 + conv.eps) * x)
-    if isinstance(conv, GCNConv) and graph.gcn is not None and _plain_gcn(conv):
+    if isinstance(conv, GCNConv) and graph.gcn is not None and is_plain_gcn(conv):
         return graph.gcn.propagate(conv.lin(x), bias=conv.bias)
-    if isinstance(conv, SAGEConv) and graph.adjacency is not None and _plain_sage(conv):
+    if isinstance(conv, SAGEConv) and graph.adjacency is not None and is_plain_sage(conv):
         mean = (graph.adjacency @ x) / graph.in_degree.clamp(min=1).to(x.dtype).view(-1, 1)
         out = conv.lin_l(mean)
         return out + conv.lin_r(x) if conv.root_weight else out
