@@ -150,31 +150,57 @@ def client_homophily(
     return fig
 
 
-def metric_over_rounds(history: pd.DataFrame, ylabel: str = "value", title: str | None = None) -> Figure:
-    """Mean over seeds per method and round, with a ±1 standard deviation band.
+def curves(
+    data: pd.DataFrame,
+    x: str,
+    y: str = "value",
+    hue: str = "method",
+    *,
+    xlabel: str | None = None,
+    ylabel: str | None = None,
+    title: str | None = None,
+    errorbar: str | None = "sd",
+    references: Mapping[str, float] | None = None,
+    points: pd.DataFrame | None = None,
+    points_label: str = "paper",
+    log_x: int | None = None,
+    ax: plt.Axes | None = None,
+) -> Figure:
+    """One line per ``hue`` value: the mean of ``y`` over the rows at each ``x`` (seeds), ± ``errorbar``.
 
-    ``history`` has columns ``round``, ``value``, ``method`` and optionally
-    ``seed`` (one row per seed, method and round). Without rows (a preview
-    of a sweep with no finished cell yet) the axes say so.
+    The papers' curves over rounds, clients, labelled fractions or layers
+    all take this form. ``references`` maps a label to a horizontal dashed
+    line (a paper's single number, e.g. its central model), ``points`` are
+    the paper's own values at some ``x`` (columns ``x`` and ``y``, black
+    stars), ``log_x`` a base for a logarithmic x axis, ``errorbar`` a
+    seaborn error bar (``None``: the mean alone). Markers are drawn when there
+    are at most 20 distinct ``x``. Without rows (a preview of a sweep with no
+    finished cell yet) the axes say so. With ``ax`` the curves go into that
+    panel of a larger figure, which is returned.
     """
-    _require_columns(history, ["round", "value", "method"], "metric_over_rounds")
+    _require_columns(data, [x, y, hue], "curves")
     with styled():
-        fig, (ax,) = new_figure()
-        if history.empty:
+        if ax is None:
+            fig, (ax,) = new_figure()
+        else:
+            fig = ax.get_figure()
+        if data.empty:
             ax.text(0.5, 0.5, "no runs to show yet", ha="center", va="center", transform=ax.transAxes, color="0.4")
         else:
-            sns.lineplot(
-                data=history,
-                x="round",
-                y="value",
-                hue="method",
-                errorbar="sd",
-                estimator="mean",
-                palette=colors(history["method"].nunique()),
-                ax=ax,
-            )
-            ax.legend(title="method", fontsize="small")
-        ax.set_ylabel(ylabel)
+            sns.lineplot(data=data, x=x, y=y, hue=hue, estimator="mean", errorbar=errorbar,
+                         marker="o" if data[x].nunique() <= 20 else None,
+                         palette=colors(data[hue].nunique()), ax=ax)
+        for i, (label, value) in enumerate((references or {}).items()):
+            ax.axhline(value, color="k", linestyle=("--", ":", "-.")[i % 3], linewidth=1, label=label)
+        if points is not None and not points.empty:
+            _require_columns(points, [x, y], "curves(points=...)")
+            ax.scatter(points[x], points[y], marker="*", s=120, color="k", zorder=3, label=points_label)
+        if log_x:
+            ax.set_xscale("log", base=log_x)
+        ax.set_xlabel(xlabel or x)
+        ax.set_ylabel(ylabel or y)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize="small")
         if title:
             ax.set_title(title)
     return fig

@@ -102,25 +102,34 @@ def test_client_homophily_bars_and_reference_line():
     assert len(plotting.client_homophily([0.2, 0.3]).axes[0].lines) == 0
 
 
-def test_metric_over_rounds_mean_line_and_band():
+def test_curves_mean_line_band_references_and_paper_points():
     rows = [
         {"round": r, "value": base + r + seed, "method": method, "seed": seed}
         for method, base in (("FedAvg", 0.0), ("Local", 10.0))
         for seed in range(3)
         for r in range(1, 6)
     ]
-    fig = plotting.metric_over_rounds(pd.DataFrame(rows), ylabel="accuracy")
+    paper = pd.DataFrame({"round": [2, 4], "value": [7.0, 9.0]})
+    fig = plotting.curves(pd.DataFrame(rows), "round", ylabel="accuracy", references={"central (paper)": 12.5},
+                          points=paper, log_x=2)
     (ax,) = fig.axes
     method_lines = [line for line in ax.lines if len(line.get_xdata()) == 5]
     assert len(method_lines) == 2
     assert np.asarray(method_lines[0].get_ydata()) == pytest.approx([2.0, 3.0, 4.0, 5.0, 6.0])  # mean over seeds
     assert len([c for c in ax.collections if isinstance(c, PolyCollection)]) == 2  # one band per method
+    assert [line.get_ydata()[0] for line in ax.lines if line.get_linestyle() == "--"] == [12.5]
+    stars = [c for c in ax.collections if not isinstance(c, PolyCollection)]
+    assert len(stars) == 1 and stars[0].get_offsets().tolist() == [[2.0, 7.0], [4.0, 9.0]]
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "round"
+    assert {"FedAvg", "Local", "central (paper)", "paper"} <= {t.get_text() for t in ax.get_legend().get_texts()}
     with pytest.raises(ValueError, match="missing column"):
-        plotting.metric_over_rounds(pd.DataFrame(rows).drop(columns="method"))
-    empty = plotting.metric_over_rounds(pd.DataFrame(rows).iloc[:0], ylabel="accuracy", title="Figure 4")
+        plotting.curves(pd.DataFrame(rows).drop(columns="method"), "round")
+    empty = plotting.curves(pd.DataFrame(rows).iloc[:0], "round", ylabel="accuracy", title="Figure 4")
     (ax,) = empty.axes
     assert [t.get_text() for t in ax.texts] == ["no runs to show yet"] and not ax.lines
     assert ax.get_title() == "Figure 4" and ax.get_ylabel() == "accuracy"
+    fig, axes = plotting.new_figure(2)
+    assert plotting.curves(pd.DataFrame(rows), "round", ax=axes[1]) is fig and axes[1].lines and not axes[0].lines
 
 
 def test_method_bars_mean_and_std_over_seeds():

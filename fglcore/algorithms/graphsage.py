@@ -41,7 +41,7 @@ from torch_geometric.data import Data
 from fglcore.algorithms.base import register_algorithm
 from fglcore.algorithms.central import Central
 from fglcore.algorithms.graph_sampling import csr, pyg_sampling_available, sample_neighbours
-from fglcore.algorithms.training import ExtraLoss, NodeTrainer, client_seed
+from fglcore.algorithms.training import MiniBatchNodeTrainer, NodeTrainer, client_seed
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.models import build_model
 from fglcore.runtime import set_seed
@@ -57,9 +57,9 @@ def default_fanouts(num_layers: int) -> list[int]:
     return [15, 10] + [5] * (num_layers - 2)
 
 
-class NeighbourSamplingTrainer(NodeTrainer):
-    """:class:`~fglcore.algorithms.training.NodeTrainer` whose epochs are passes of neighbour-sampled
-    mini-batches (module docstring); evaluation stays full-batch."""
+class NeighbourSamplingTrainer(MiniBatchNodeTrainer):
+    """:class:`~fglcore.algorithms.training.MiniBatchNodeTrainer` on neighbour-sampled mini-batches (module
+    docstring)."""
 
     def __init__(self, model: torch.nn.Module, data: Data, config: ExperimentConfig, device: torch.device, *,
                  minority: Tensor, fanouts: list[int], sampler: str):
@@ -88,19 +88,10 @@ class NeighbourSamplingTrainer(NodeTrainer):
             ids = sample.n_id.to(self.device)
             yield self.x[ids], sample.edge_index.to(self.device), seeds
 
-    def train_epochs(self, epochs: int, extra_loss: ExtraLoss | None = None) -> float:
-        if extra_loss is not None:
-            raise ValueError("neighbour-sampled training takes no extra loss")
-        loss = torch.zeros(())
-        for _ in range(epochs):
-            for x, edge_index, seeds in self.batches():
-                self.model.train()
-                self.optimizer.zero_grad(set_to_none=True)
-                out = self.model(x, edge_index)[: seeds.numel()]
-                loss = F.cross_entropy(out, self.y[seeds.to(self.device)])
-                loss.backward()
-                self.optimizer.step()
-        return float(loss.detach())
+    def batch_loss(self, batch: tuple[Tensor, Tensor, Tensor]) -> Tensor:
+        """Cross-entropy on the batch's seed nodes (the first rows of its output)."""
+        x, edge_index, seeds = batch
+        return F.cross_entropy(self.model(x, edge_index)[: seeds.numel()], self.y[seeds.to(self.device)])
 
 
 @register_algorithm

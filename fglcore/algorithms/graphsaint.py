@@ -55,8 +55,8 @@ from torch_geometric.utils import degree
 
 from fglcore.algorithms.base import register_algorithm
 from fglcore.algorithms.central import Central
-from fglcore.algorithms.graph_sampling import EDGE_NORM_NODES, RandomWalkSampler
-from fglcore.algorithms.training import ExtraLoss, NodeTrainer, client_seed
+from fglcore.algorithms.graph_sampling import EDGE_NORM_NODES, RandomWalkSampler, SaintSubgraph
+from fglcore.algorithms.training import MiniBatchNodeTrainer, NodeTrainer, client_seed
 from fglcore.checks import Bounds
 from fglcore.config import ExperimentConfig
 from fglcore.models.distributed_gnn import BACKBONES, DistributedGNN
@@ -90,8 +90,9 @@ def block_forward(model: DistributedGNN, x: Tensor, operator: Tensor, train: boo
     return h
 
 
-class SaintTrainer(NodeTrainer):
-    """:class:`~fglcore.algorithms.training.NodeTrainer` whose epochs are ``num_steps`` GraphSAINT subgraphs."""
+class SaintTrainer(MiniBatchNodeTrainer):
+    """:class:`~fglcore.algorithms.training.MiniBatchNodeTrainer` whose epochs are ``num_steps`` GraphSAINT
+    subgraphs."""
 
     def __init__(self, model: DistributedGNN, data: Data, config: ExperimentConfig, device: torch.device, *,
                  minority: Tensor, options: dict[str, Any]):
@@ -120,24 +121,20 @@ class SaintTrainer(NodeTrainer):
         return torch.sparse_coo_tensor(torch.stack([rows, cols]), values, (m, m),
                                        check_invariants=False).coalesce().to(self.device)
 
-    def train_epochs(self, epochs: int, extra_loss: ExtraLoss | None = None) -> float:
-        if extra_loss is not None:
-            raise ValueError("GraphSAINT training takes no extra loss")
-        loss = torch.zeros(())
-        for _ in range(epochs):
-            for _ in range(self.num_steps):
-                sub = self.sampler.sample()
-                op = self.operator(sub.node_idx, sub.edge_index, sub.edge_id)
-                train = self.train_mask[sub.node_idx]
-                self.model.train()
-                self.optimizer.zero_grad(set_to_none=True)
-                out = block_forward(self.model, self.x[sub.node_idx.to(self.device)], op, train=True)
-                ce = F.cross_entropy(out[train.to(self.device)], self.y[sub.node_idx[train].to(self.device)],
-                                     reduction="none")
-                loss = (ce * self.node_norm[sub.node_idx[train]].to(self.device)).sum()
-                loss.backward()
-                self.optimizer.step()
-        return float(loss.detach())
+    def batches(self):
+        """``num_steps`` random-walk subgraphs and their operators :math:`P_S`."""
+        for _ in range(self.num_steps):
+            sub = self.sampler.sample()
+            yield sub, self.operator(sub.node_idx, sub.edge_index, sub.edge_id)
+
+    def batch_loss(self, batch: tuple[SaintSubgraph, Tensor]) -> Tensor:
+        """The node-normalised cross-entropy of the subgraph's training nodes (``node_norm``, Zeng et al. Eq. 4)."""
+        sub, op = batch
+        train = self.train_mask[sub.node_idx]
+        out = block_forward(self.model, self.x[sub.node_idx.to(self.device)], op, train=True)
+        ce = F.cross_entropy(out[train.to(self.device)], self.y[sub.node_idx[train].to(self.device)],
+                             reduction="none")
+        return (ce * self.node_norm[sub.node_idx[train]].to(self.device)).sum()
 
 
 @register_algorithm

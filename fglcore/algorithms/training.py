@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -187,6 +187,38 @@ class NodeTrainer:
         return {
             split: Prediction(out[idx], self.y[idx], self.minority[idx]) for split, idx in self.eval_idx.items()
         }
+
+
+class MiniBatchNodeTrainer(NodeTrainer):
+    """A :class:`NodeTrainer` whose epoch is one pass over sampled mini-batches; evaluation stays full-batch.
+
+    Subclasses give :meth:`batches` (the mini-batches of one epoch, sampled
+    lazily, so each is drawn just before its step) and :meth:`batch_loss`;
+    every batch is one optimizer step. GraphSAGE's neighbour sampling
+    (:mod:`fglcore.algorithms.graphsage`) and GraphSAINT's subgraphs
+    (:mod:`fglcore.algorithms.graphsaint`) train this way.
+    """
+
+    def batches(self) -> Iterator[Any]:
+        raise NotImplementedError
+
+    def batch_loss(self, batch: Any) -> Tensor:
+        """The training loss on one mini-batch, in train mode (the caller back-propagates it)."""
+        raise NotImplementedError
+
+    def train_epochs(self, epochs: int, extra_loss: ExtraLoss | None = None) -> float:
+        """``epochs`` passes over :meth:`batches`, one optimizer step each; returns the last step's loss."""
+        if extra_loss is not None:
+            raise ValueError(f"{type(self).__name__} trains on sampled mini-batches and takes no extra loss")
+        loss = torch.zeros(())
+        for _ in range(epochs):
+            for batch in self.batches():
+                self.model.train()
+                self.optimizer.zero_grad(set_to_none=True)
+                loss = self.batch_loss(batch)
+                loss.backward()
+                self.optimizer.step()
+        return float(loss.detach())
 
 
 def _exclusive_cumsum(sizes: Tensor) -> Tensor:

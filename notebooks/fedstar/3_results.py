@@ -268,8 +268,8 @@ display(compare.claims_table(claims1))
 curve = T.curves(results, methods=[m for m in T.FIGURE3_METHODS if m in methods])
 curve["method"] = curve["method"].map(T.METHOD_LABELS)
 for setting in settings:
-    fig = plotting.metric_over_rounds(curve[curve.dataset == setting], ylabel="test accuracy (%)",
-                                      title=f"Figure 3: {T.SETTING_LABELS[setting]}")
+    fig = plotting.curves(curve[curve.dataset == setting], "round", ylabel="test accuracy (%)",
+                          title=f"Figure 3: {T.SETTING_LABELS[setting]}")
     plotting.save_figure(fig, out / f"3_figure3_{setting}.png")
     display(fig)
 

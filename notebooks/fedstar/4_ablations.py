@@ -212,11 +212,9 @@ print(compare.side_by_side(comparison4, rows="method", columns="setting", row_la
 show_claims(results4, "4")
 
 # %%
-fig = plotting.metric_over_rounds(
-    table4.assign(round=table4.setting.str.removeprefix("E=").astype(int), value=table4["mean"],
-                  method=table4.method.map(T.METHOD_LABELS)),
-    ylabel="test accuracy (%)", title="Table 4: local epochs (CHEM)")
-fig.axes[0].set_xlabel("local epochs E")
+fig = plotting.curves(
+    table4.assign(epochs=table4.setting.str.removeprefix("E=").astype(int), method=table4.method.map(T.METHOD_LABELS)),
+    "epochs", "mean", xlabel="local epochs E", ylabel="test accuracy (%)", title="Table 4: local epochs (CHEM)")
 plotting.save_figure(fig, out / "4_table4.png")
 display(fig)
 
@@ -245,9 +243,8 @@ print(fallbacks.groupby("dataset", sort=False).agg(clients=("client", "count"), 
 configs_f4 = plan["figure4"]
 results_f4 = sweep(configs_f4, "Figure 4")
 points = T.per_seed_means(results_f4, "fig4")
-fig = plotting.metric_over_rounds(points.assign(round=points.num_clients, method=points.method.map(T.METHOD_LABELS)),
-                                  ylabel="test accuracy (%)", title="Figure 4: number of clients (CHEM)")
-fig.axes[0].set_xlabel("clients")
+fig = plotting.curves(points.assign(method=points.method.map(T.METHOD_LABELS)), "num_clients", xlabel="clients",
+                      ylabel="test accuracy (%)", title="Figure 4: number of clients (CHEM)")
 plotting.save_figure(fig, out / "4_figure4.png")
 display(fig)
 

@@ -162,23 +162,11 @@ if not results4a.empty:
     print(comparison4a[["method", "setting", "paper_mean", "ours_mean", "delta", "status"]].to_string(index=False))
 
 # %%
-import seaborn as sns
-from matplotlib.figure import Figure
-
 points4a = compare.paper_entries("fedstruct", "fig4a").assign(
-    row=lambda f: [ft.row_label(m, s, md if isinstance(md, str) else None) for m, s, md in
-                   zip(f["method"], f["setting"], f["model"])],
     train=lambda f: [ft.token_value(s, "train") for s in f["setting"]])
-fig = Figure(figsize=(6, 3.6))
-ax = fig.subplots()
-if not curve4a.empty:
-    sns.lineplot(data=curve4a, x="train", y="mean", hue="row", marker="o", ax=ax)
-ax.scatter(points4a["train"], points4a["mean"], marker="*", s=120, color="k", zorder=3, label="paper (Sec. 6.1 text)")
-ax.set_xlabel("fraction of labelled nodes in training")
-ax.set_ylabel("test accuracy (%)")
-ax.set_title(f"Fig. 4(a): {fig4a_dataset}, random partition, 10 clients")
-ax.legend(fontsize="small")
-fig.tight_layout()
+fig = plotting.curves(curve4a, "train", "mean", "row", xlabel="fraction of labelled nodes in training",
+                      ylabel="test accuracy (%)", title=f"Fig. 4(a): {fig4a_dataset}, random partition, 10 clients",
+                      points=points4a, points_label="paper (Sec. 6.1 text)")
 plotting.save_figure(fig, out / "4_figure4a.png")
 display(fig)
 
@@ -219,16 +207,9 @@ if not curve4b.empty:
     print(best.to_string(index=False))
 
 # %%
-fig = Figure(figsize=(6, 3.6))
-ax = fig.subplots()
-if not curve4b.empty:
-    sns.lineplot(data=curve4b, x="layers", y="mean", hue="row", marker="o", ax=ax)
-ax.axhline(peaks4b["h2v"], color="k", linestyle="--", label="FedStruct (H2V) peak, paper text")
-ax.set_xlabel("number of propagation layers")
-ax.set_ylabel("test accuracy (%)")
-ax.set_title(f"Fig. 4(b): {fig4b_dataset}, K-means, {fig4b_clients} clients")
-ax.legend(fontsize="small")
-fig.tight_layout()
+fig = plotting.curves(curve4b, "layers", "mean", "row", xlabel="number of propagation layers",
+                      ylabel="test accuracy (%)", title=f"Fig. 4(b): {fig4b_dataset}, K-means, {fig4b_clients} clients",
+                      references={"FedStruct (H2V) peak, paper text": peaks4b["h2v"]})
 plotting.save_figure(fig, out / "4_figure4b.png")
 display(fig)
 
@@ -236,7 +217,8 @@ display(fig)
 # ## Fig. 4(c): the number of clients
 #
 # Chameleon, random partition. The paper: FedStruct and FedGCN stay flat as
-# $K$ grows, near Central GNN (54.38), while FedSGD and FedPub degrade.
+# $K$ grows, near Central GNN (Table 2's value, the dashed line), while FedSGD
+# and FedPub degrade.
 
 # %%
 results4c = experiment.sweep(plan["fig4c"], out / "results.csv", progress=progress, desc="Fig. 4(c)")
@@ -248,16 +230,11 @@ print(ft.layout(results4c, table="fig4c").to_string())
 # %%
 curve = results4c[results4c.metric == "accuracy"].assign(
     row=lambda f: [ft.row_label(m, s, md) for m, s, md in zip(f["method"], f["setting"], f["model"])])
-fig = Figure(figsize=(6, 3.6))
-ax = fig.subplots()
-if not curve.empty:
-    sns.lineplot(data=curve, x="num_clients", y="value", hue="row", marker="o", errorbar="sd", ax=ax)
-ax.axhline(54.38, color="k", linestyle="--", label="Central GNN (paper)")
-ax.set_xlabel("clients")
-ax.set_ylabel("test accuracy (%)")
-ax.set_title(f"Fig. 4(c): {fig4c_dataset}, random partition")
-ax.legend(fontsize="small")
-fig.tight_layout()
+table2 = compare.paper_entries("fedstruct", "2")
+central4c = table2[(table2.dataset == fig4c_dataset) & (table2.method == "central") & (table2.model == "sage")]["mean"]
+fig = plotting.curves(curve, "num_clients", "value", "row", xlabel="clients", ylabel="test accuracy (%)",
+                      title=f"Fig. 4(c): {fig4c_dataset}, random partition",
+                      references={"Central GNN (paper, Table 2)": central4c.iloc[0]} if len(central4c) else None)
 plotting.save_figure(fig, out / "4_figure4c.png")
 display(fig)
 

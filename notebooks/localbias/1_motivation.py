@@ -100,19 +100,11 @@ print(shares.to_string(index=False))
 shares.to_csv(out / "1_edge_share.csv", index=False)
 
 # %%
-from matplotlib.figure import Figure
-
-fig = Figure(figsize=(5.2, 3.4))
-ax = fig.subplots()
-for name, part in shares.groupby("dataset", sort=False):
-    ax.plot(part["clients"], part["cross-client edges (%)"], "o-", label=name)
-ax.plot(list(mv.PAPER_EDGE_SHARE), list(mv.PAPER_EDGE_SHARE.values()), "k*", markersize=10, label="paper (Sec. 4.2)")
-ax.set_xscale("log", base=2)
-ax.set_xlabel("clients K")
-ax.set_ylabel("cross-client edges (%)")
-ax.set_title("random equal-size partition: about 1 - 1/K of the edges cross")
-ax.legend(fontsize="small")
-fig.tight_layout()
+share = "cross-client edges (%)"
+paper_share = pd.DataFrame({"clients": list(mv.PAPER_EDGE_SHARE), share: list(mv.PAPER_EDGE_SHARE.values())})
+fig = plotting.curves(shares, "clients", share, "dataset", xlabel="clients K", errorbar=None, log_x=2,
+                      points=paper_share, points_label="paper (Sec. 4.2)",
+                      title="random equal-size partition: about 1 - 1/K of the edges cross")
 plotting.save_figure(fig, out / "1_edge_share.png")
 display(fig)
 
@@ -148,19 +140,10 @@ print(mv.summary(table).to_string(index=False, float_format=lambda v: f"{v:.3f}"
 
 # %%
 normal = table[table["partition"] == "normal"]
-fig = Figure(figsize=(9, 3.4))
-axes = fig.subplots(1, 2)
-for ax, value in zip(axes, ["accuracy", "local bias (logits)"]):
-    for name, part in normal.groupby("method", sort=False):
-        cell = part.groupby("clients")[value].agg(["mean", "std"]).reset_index()
-        ax.errorbar(cell["clients"], cell["mean"], yerr=cell["std"].fillna(0), marker="o", capsize=3, label=name)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("clients K")
-    ax.set_ylabel(value + (" (%)" if value == "accuracy" else ""))
-axes[0].set_title("test accuracy vs K (normal partition)")
-axes[1].set_title("local bias vs K")
-axes[1].legend(fontsize="x-small")
-fig.tight_layout()
+fig, axes = plotting.new_figure(2)
+for ax, value, ylabel, title in zip(axes, ["accuracy", "local bias (logits)"], ["accuracy (%)", "local bias (logits)"],
+                                    ["test accuracy vs K (normal partition)", "local bias vs K"]):
+    plotting.curves(normal, "clients", value, xlabel="clients K", ylabel=ylabel, title=title, log_x=2, ax=ax)
 plotting.save_figure(fig, out / "1_bias_vs_clients.png")
 display(fig)
 
@@ -174,6 +157,8 @@ display(fig)
 # changes and has the lowest local bias in both settings.
 
 # %%
+from matplotlib.figure import Figure
+
 k_noniid = noniid_clients
 both = table[table["clients"] == k_noniid]
 fig = Figure(figsize=(9, 3.4))
@@ -199,17 +184,10 @@ display(fig)
 
 # %%
 sel = curves[(curves["clients"] == k_noniid) & ~curves["method"].str.startswith("noise")]
-fig = Figure(figsize=(9, 3.4))
-axes = fig.subplots(1, 2, sharey=True)
+fig, axes = plotting.new_figure(2, sharey=True)
 for ax, partition in zip(axes, ["normal", "non-iid"]):
-    for name, part in sel[sel["partition"] == partition].groupby("method", sort=False):
-        mean = part.groupby("epoch")["accuracy"].mean()
-        ax.plot(mean.index, mean.values, label=name)
-    ax.set_title(f"{partition}, K = {k_noniid}")
-    ax.set_xlabel("epoch")
-axes[0].set_ylabel("test accuracy (%)")
-axes[0].legend(fontsize="x-small")
-fig.tight_layout()
+    plotting.curves(sel[sel["partition"] == partition], "epoch", "accuracy", ylabel="test accuracy (%)",
+                    title=f"{partition}, K = {k_noniid}", errorbar=None, ax=ax)
 plotting.save_figure(fig, out / "1_convergence.png")
 display(fig)
 

@@ -54,7 +54,6 @@ progress = True  # show progress bars
 import numpy as np
 import pandas as pd
 from IPython.display import display
-from matplotlib.figure import Figure
 
 from fglcore import paths, plotting, runtime
 from fglcore.papers.localbias import analysis as la
@@ -98,15 +97,11 @@ print(f"total time per epoch is smallest at m = {best} here (paper: m = {la.PAPE
       "per epoch); measured compute is noisy on a shared two-core machine")
 
 # %%
-fig = Figure(figsize=(5.6, 3.4))
-ax = fig.subplots()
-for column in ["communication s/epoch (model)", "compute s/epoch", "total s/epoch"]:
-    ax.plot(study["m"], study[column], "o-", label=column.replace(" s/epoch", ""))
-ax.set_xlabel("step length m")
-ax.set_ylabel("seconds per epoch and client")
-ax.set_title(f"Fig. 4 analogue: {step_dataset}, K = {num_clients}, {epoch_ratio:.0%} of N per epoch")
-ax.legend(fontsize="small")
-fig.tight_layout()
+parts = study.melt(id_vars="m", value_vars=["communication s/epoch (model)", "compute s/epoch", "total s/epoch"],
+                   var_name="part", value_name="seconds")
+fig = plotting.curves(parts.assign(part=parts["part"].str.replace(" s/epoch", "")), "m", "seconds", "part",
+                      xlabel="step length m", ylabel="seconds per epoch and client", errorbar=None,
+                      title=f"Fig. 4 analogue: {step_dataset}, K = {num_clients}, {epoch_ratio:.0%} of N per epoch")
 plotting.save_figure(fig, out / "4_step_length.png")
 display(fig)
 
@@ -127,15 +122,9 @@ print(final[["dataset", "method", "epoch", "accuracy"]].round(2).to_string(index
 
 # %%
 print(final[["dataset", "method", "seconds"]].round(3).to_string(index=False))
-fig = Figure(figsize=(5.6, 3.4))
-ax = fig.subplots()
-for (dataset, method), part in curves.groupby(["dataset", "method"], sort=False):
-    ax.plot(part["seconds"], part["accuracy"], label=f"{dataset}: {method}")
-ax.set_xlabel("training seconds (one process, all clients)")
-ax.set_ylabel("test accuracy (%)")
-ax.set_title(f"accuracy against time, K = {num_clients}")
-ax.legend(fontsize="small")
-fig.tight_layout()
+fig = plotting.curves(curves.assign(run=curves["dataset"] + ": " + curves["method"]), "seconds", "accuracy", "run",
+                      xlabel="training seconds (one process, all clients)", ylabel="test accuracy (%)",
+                      errorbar=None, title=f"accuracy against time, K = {num_clients}")
 plotting.save_figure(fig, out / "4_accuracy_time.png")
 display(fig)
 

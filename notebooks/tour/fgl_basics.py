@@ -240,7 +240,7 @@ assert ledger.names(sender="clients") <= set(module_payload(build_model(model, d
 history = pd.DataFrame(run.history)
 curves = history.melt(id_vars="round", value_vars=["val_accuracy", "test_accuracy"], var_name="split")
 curves["value"] *= 100
-fig = plotting.metric_over_rounds(curves.rename(columns={"split": "method"}), ylabel="accuracy (%)")
+fig = plotting.curves(curves, "round", hue="split", ylabel="accuracy (%)")
 fig.suptitle(f"FedAvg on {dataset}, {partitions[0]} clients")
 plotting.save_figure(fig, out / "fedavg_curve.png")
 display(fig)
