@@ -121,8 +121,8 @@ display(fig)
 # edges (one local epoch per round) and is scored there; ours uses every
 # edge (Eq. 2) with label-guided sampling of a quarter of the nodes. The
 # centralised GCN with the same seed is the reference; with another seed
-# it gives the noise floor. A row whose algorithm is not registered yet
-# (FedAvg+nc is being implemented on another branch) is listed, not run.
+# it gives the noise floor. A row whose algorithm is not registered would be
+# listed here, not run.
 
 # %%
 print("not implemented yet:", ", ".join(mv.ROWS[r].label for r in plan["not_implemented"]) or "none")

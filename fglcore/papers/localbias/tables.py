@@ -32,10 +32,8 @@ recomputing.
 
 Rows (:data:`ROWS`): Table 2's and Table 5's methods, each an algorithm of the
 registry with its options and the ``setting`` label ``paper.yaml`` uses. A row
-whose algorithm is not registered (the baselines being implemented on
-another branch: ``graphsage``, ``graphsaint``, ``bns_gcn``, ``llcg``) or
-whose model is not (the centralised 1-GNN) shows as *not implemented* and
-runs as soon as it is registered. CAGNET computes the same full-batch GCN on
+whose algorithm or model is not registered shows as *not implemented*
+(:func:`row_status`) and runs as soon as it is; today every row runs. CAGNET computes the same full-batch GCN on
 the global graph as ``ours-full`` (A9): its row is ``localbias`` with
 ``variant=ours-full``.
 
