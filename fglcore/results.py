@@ -355,6 +355,18 @@ class ResultStore:
             "last finished": finished.max() if not finished.empty else "",
         })
 
+    def seconds_per_run(self, rows: pd.DataFrame | None = None,
+                        by: Sequence[str] = ("dataset", "method", "model")) -> pd.DataFrame:
+        """Seconds per computed run of ``rows`` (default: every stored row), grouped by ``by`` (columns of
+        :data:`RESULT_COLUMNS`) and the run's ``device``: ``runs``, ``mean`` and ``max`` seconds, for
+        projecting what more seeds or settings cost. Copied runs (no seconds) do not count."""
+        log = self.run_log()
+        log = log[log["seconds"].notna()].assign(device=lambda f: f["device"].replace("", "unrecorded"))
+        keys = (self.read() if rows is None else rows).drop_duplicates("config_id")[["config_id", *by]]
+        runs = keys.merge(log[["config_id", "seconds", "device"]], on="config_id")
+        return (runs.groupby([*by, "device"], dropna=False, sort=False)["seconds"]
+                .agg(runs="count", mean="mean", max="max").round(1).reset_index())
+
     def read(self) -> pd.DataFrame:
         """All stored rows (an empty frame with :data:`RESULT_COLUMNS` if the file does not exist)."""
         if not self.path.exists():

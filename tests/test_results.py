@@ -213,6 +213,19 @@ def test_the_run_index_records_seconds_and_reads_old_indexes(tmp_path):
     assert (store.run_log()[PROVENANCE_COLUMNS] == "").all(axis=None)
 
 
+def test_seconds_per_run_groups_computed_runs_by_cell_and_device(tmp_path):
+    store = ResultStore(tmp_path / "results.csv")
+    for seed, seconds, device in ((0, 10.0, "cpu"), (1, 20.0, "cpu"), (2, 4.0, "cuda:0 (H200)")):
+        store.append(rows_for(make_config(seed=seed), 0.5), run_id=f"{seed}" * 16, seconds=seconds,
+                     provenance={"device": device})
+    store.append(rows_for(make_config(seed=3), 0.5), run_id="3" * 16)  # copied: no seconds
+    costs = store.seconds_per_run(by=["dataset"]).set_index("device")
+    assert costs.loc["cpu", ["runs", "mean", "max"]].tolist() == [2, 15.0, 20.0]
+    assert costs.loc["cuda:0 (H200)", "runs"] == 1 and len(costs) == 2
+    only_seed_0 = store.read()[lambda f: f["seed"] == 0]
+    assert store.seconds_per_run(only_seed_0, by=["dataset"])["runs"].tolist() == [1]
+
+
 def test_the_run_index_records_how_each_run_was_made_and_reads_indexes_without_it(tmp_path):
     store = ResultStore(tmp_path / "results.csv")
     old, new = make_config(seed=0), make_config(seed=1)
