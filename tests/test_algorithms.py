@@ -136,6 +136,23 @@ def test_fedavg_clients_hold_the_global_model_and_local_clients_their_own(cora3)
     assert not torch.equal(first["convs.0.lin.weight"], second["convs.0.lin.weight"])
 
 
+@pytest.mark.parametrize("norm_layers", ["local", "averaged"])
+def test_fedavg_norm_layers_local_keeps_each_clients_layer_norm(cora3, norm_layers):
+    """FedStruct's official FedAvg: LayerNorm weights are never averaged (option norm_layers="local")."""
+    config = node_config(algorithm="fedavg", model="decoupled_gcn", model_options={"input_layer_norm": True},
+                         algorithm_options={"norm_layers": norm_layers})
+    fedavg, result = run(config, cora3)
+    norms = {"mlp.input_norm.weight", "mlp.input_norm.bias"}
+    assert norms <= set(parameters(fedavg.clients[0].model))
+    local = norm_layers == "local"
+    assert set(fedavg.server.parameters).isdisjoint(norms) == local
+    assert set(result.ledger.names()).isdisjoint(norms) == local
+    first, *others = [parameters(c.model) for c in fedavg.clients]
+    for other in others:
+        for name, value in first.items():
+            assert torch.equal(value, other[name]) != (local and name in norms), name
+
+
 def test_reset_optimizer_restarts_adam_every_round(cora3):
     kept, kept_result = run(node_config(algorithm="fedavg"), cora3)
     reset, reset_result = run(node_config(algorithm="fedavg", algorithm_options={"reset_optimizer": True}), cora3)
@@ -203,7 +220,9 @@ def test_graph_batcher_matches_pyg_collation(tu_pair):
 @pytest.mark.parametrize(
     "name, options, match",
     [
-        ("fedprox", {"mux": 0.1}, "'mux'.*accepted: mu, reset_optimizer, share"),
+        ("fedprox", {"mux": 0.1}, "'mux'.*accepted: mu, norm_layers, reset_optimizer, share"),
+        ("fedavg", {"norm_layers": "shared"}, "algorithm_options.norm_layers: 'shared' is not accepted.*accepted: "
+                                              "averaged, local"),
         ("fedprox", {"mu": "large"}, "algorithm_options.mu"),
         ("fedprox", {"mu": -1.0}, "mu: must be >= 0"),
         ("fedavg", {"share": "everything"}, "algorithm_options.share"),
@@ -222,7 +241,8 @@ def test_bad_algorithm_options_are_refused_before_any_work(cora3, name, options,
 
 
 def test_options_are_merged_with_defaults():
-    assert ALGORITHMS.get("fedprox").check_options({"mu": 1}) == {"share": "auto", "reset_optimizer": False, "mu": 1.0}
+    assert ALGORITHMS.get("fedprox").check_options({"mu": 1}) == {"share": "auto", "norm_layers": "averaged",
+                                                                   "reset_optimizer": False, "mu": 1.0}
 
 
 def test_an_algorithm_refuses_a_task_it_does_not_support(tu_pair):

@@ -178,3 +178,15 @@ def test_weighted_mean():
         weighted_mean([a, {"w": b["w"]}], [1, 1])
     with pytest.raises(ValueError, match="shape mismatch"):
         weighted_mean([a, {"w": torch.zeros(3), "n": b["n"]}], [1, 1])
+
+
+def test_norm_parameter_names_select_torch_and_pyg_normalisation_layers():
+    from torch_geometric.nn import BatchNorm, GraphNorm
+
+    from fglcore.fl.parameters import norm_parameter_names
+
+    model = torch.nn.Sequential(torch.nn.LayerNorm(4), torch.nn.Linear(4, 4), BatchNorm(4), GraphNorm(4),
+                                torch.nn.Sequential(torch.nn.InstanceNorm1d(4, affine=True), torch.nn.Linear(4, 2)))
+    assert norm_parameter_names(model) == {"0.weight", "0.bias", "2.module.weight", "2.module.bias", "3.weight",
+                                           "3.bias", "3.mean_scale", "4.0.weight", "4.0.bias"}
+    assert norm_parameter_names(torch.nn.Linear(3, 2)) == frozenset()

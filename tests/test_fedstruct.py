@@ -236,3 +236,118 @@ def test_fused_simulation_follows_the_clients_trajectory(federation, nsf, weight
                                     "abar_threshold", "nsf", "nsf_node_ids"}  # no per-round traffic recorded
     with pytest.raises(ConfigError, match="'fused' simulates FedSGD only"):
         config(simulation="fused", training="fedavg")
+
+
+# --------------------------------------------------------------------------- norm layers under FedAvg
+
+
+def parameters_of(client) -> dict[str, torch.Tensor]:
+    return {name: p.detach().clone() for name, p in client.model.named_parameters()}
+
+
+def test_fedavg_keeps_norm_layers_local_as_the_official_code(federation):
+    """Official WA mode: the MLPs' LayerNorms are neither broadcast nor averaged, every other weight is."""
+    algorithm = ALGORITHMS.get("fedstruct")(config(nsf="h2v", training="fedavg", norm_layers="local"), federation, CPU)
+    result = algorithm.run()
+    norms = {n for n in parameters_of(algorithm.clients[0]) if "norm" in n}
+    assert norms == {"feature.mlp.input_norm.weight", "feature.mlp.input_norm.bias", "structure_norm.weight",
+                     "structure_norm.bias"}
+    assert set(algorithm.server.parameters).isdisjoint(norms)  # the server never holds them
+    assert not set(result.ledger.names()) & norms  # nor does any message carry them
+    first, *others = [parameters_of(c) for c in algorithm.clients]
+    for other in others:
+        for name, value in first.items():
+            if name in norms:
+                assert not torch.equal(value, other[name]), name  # each client trained its own
+            else:
+                assert torch.equal(value, other[name]), name  # the averaged model
+                assert torch.equal(value, algorithm.server.parameters[name]), name
+
+
+def test_fedavg_averaging_every_weight_leaves_no_difference(federation):
+    algorithm = ALGORITHMS.get("fedstruct")(config(nsf="h2v", training="fedavg", norm_layers="averaged"), federation,
+                                            CPU)
+    algorithm.run()
+    first, *others = [parameters_of(c) for c in algorithm.clients]
+    assert any("norm" in name for name in first)
+    for other in others:
+        for name, value in first.items():
+            assert torch.equal(value, other[name]), name
+
+
+def test_fedsgd_averages_norm_gradients_whatever_norm_layers_says(federation):
+    """Official GA mode averages the gradients of every parameter: the norm layers stay equal everywhere."""
+    algorithm = ALGORITHMS.get("fedstruct")(config(nsf="h2v", norm_layers="local"), federation, CPU)
+    algorithm.run()
+    first, *others = [parameters_of(c) for c in algorithm.clients]
+    assert not torch.equal(first["structure_norm.weight"], torch.ones_like(first["structure_norm.weight"]))  # trained
+    for other in others:
+        for name, value in first.items():
+            assert torch.equal(value, other[name]), name
+
+
+# --------------------------------------------------------------------------- the structure branch alone (H2V s)
+
+
+def perturbed_features(algorithm) -> None:
+    """Give every client other node features (new tensors: the fixture's stay as they are)."""
+    generator = torch.Generator().manual_seed(7)
+    for client in algorithm.clients:
+        client.x = torch.randn(client.x.shape, generator=generator) * 5
+
+
+@pytest.mark.parametrize("branches", ["structure", "structure_inference"])
+def test_structure_only_predictions_do_not_depend_on_node_features(federation, branches):
+    algorithm = ALGORITHMS.get("fedstruct")(config(nsf="h2v", branches=branches), federation, CPU)
+    algorithm.run()
+    before = [{k: p.logits.clone() for k, p in c.evaluate().items()} for c in algorithm.clients]
+    perturbed_features(algorithm)
+    after = [{k: p.logits for k, p in c.evaluate().items()} for c in algorithm.clients]
+    for b, a in zip(before, after):
+        for split in b:
+            assert torch.equal(b[split], a[split]), split
+    both = ALGORITHMS.get("fedstruct")(config(nsf="h2v"), federation, CPU)  # the check can fail: Eq. 10 reads x
+    both.run()
+    before = [c.evaluate()["test"].logits.clone() for c in both.clients]
+    perturbed_features(both)
+    assert any(not torch.equal(b, c.evaluate()["test"].logits) for b, c in zip(before, both.clients))
+
+
+def test_structure_branch_alone_has_no_feature_model_and_sends_none(federation):
+    algorithm = ALGORITHMS.get("fedstruct")(config(nsf="h2v", branches="structure"), federation, CPU)
+    result = algorithm.run()
+    names = set(parameters_of(algorithm.clients[0]))
+    assert names and not any(n.startswith("feature.") for n in names)
+    assert not any(n.startswith("feature.") for n in result.ledger.names())
+
+
+@pytest.mark.parametrize("branches,reads_x", [("structure", False), ("structure_inference", True)])
+def test_structure_branch_alone_is_also_trained_without_node_features(federation, branches, reads_x):
+    """Official data_type="structure": the loss is on z_v alone, so other node features give the same run."""
+    data = federation.data.clone()
+    data.x = torch.randn(data.x.shape, generator=torch.Generator().manual_seed(3))
+    other = NodeFederation("sbm", data, build_clients(data, federation.assignment, keep_cross_edges=True), CLASSES,
+                           FEATURES, federation.assignment)
+    cfg = config(nsf="h2v", branches=branches)
+    first = ALGORITHMS.get("fedstruct")(cfg, federation, CPU).run()
+    second = ALGORITHMS.get("fedstruct")(cfg, other, CPU).run()
+    assert (first.history != second.history) == reads_x
+
+
+def test_structure_only_fused_simulation_follows_the_clients(federation):
+    for branches in ("structure", "structure_inference"):
+        clients = ALGORITHMS.get("fedstruct")(config(nsf="h2v", branches=branches), federation, CPU).run()
+        fused = ALGORITHMS.get("fedstruct")(config(nsf="h2v", branches=branches, simulation="fused"), federation,
+                                            CPU).run()
+        for a, b in zip(clients.history, fused.history):
+            assert a["test_accuracy"] == pytest.approx(b["test_accuracy"])
+            assert a["test_loss"] == pytest.approx(b["test_loss"], abs=1e-5)
+
+
+@pytest.mark.parametrize("key,value,accepted", [
+    ("norm_layers", "shared", "local, averaged"),
+    ("branches", "feature", "both, structure, structure_inference"),
+])
+def test_new_options_are_validated(key, value, accepted):
+    with pytest.raises(ConfigError, match=f"algorithm_options.{key}: '{value}' is not accepted.*accepted: {accepted}"):
+        config(**{key: value})

@@ -193,3 +193,26 @@ def test_figure_plan_errors_name_the_parameter(changes, match):
     with pytest.raises(ConfigError, match=match):
         ft.ablations_plan(["Cora"], ["random"], ["central"], ["fedstruct_h2v"], [0], 2, "Chameleon", [5], ["fedsgd"],
                           **changes)
+
+
+def test_figure4b_h2v_s_row_is_the_structure_branch_alone():
+    """Fig. 4(b)'s "H2V s": FedStruct (Hop2Vec) trained and predicting on z_v alone (official data_type="structure")."""
+    assert "fedstruct_h2v_s" in ft.FIG4B_ROWS
+    configs = ft.figure4b_configs("Cora", [10], ["fedstruct_h2v", "fedstruct_h2v_s"], [0])
+    h2v, h2v_s = configs
+    assert h2v_s.algorithm == "fedstruct" and h2v_s.setting == "nsf=h2v, branches=structure, layers=10"
+    assert {k: v for k, v in h2v_s.algorithm_options.items() if k != "branches"} == h2v.algorithm_options
+    assert h2v_s.algorithm_options["branches"] == "structure" and h2v_s.algorithm_options["structure_hops"] == 10
+    assert ft.row_label("fedstruct", h2v_s.setting, "decoupled_gcn") == "FedStruct (H2V s)"
+    assert ft.row_label("fedstruct", h2v.setting, "decoupled_gcn") == "FedStruct (H2V)"
+    curve = ft.curve_table(pd_rows(configs), "fig4b", "layers")
+    assert set(curve["row"]) == {"FedStruct (H2V)", "FedStruct (H2V s)"}
+    assert results.config_id(h2v) != results.config_id(h2v_s)
+
+
+def test_table6_fedavg_rows_keep_norm_layers_local():
+    """The official FedAvg keeps LayerNorm out of the averaging (digest 4.5); FedSGD rows average everything."""
+    for row in ("fedavg", "fedavg_dgcn", "fedavg_mlp"):
+        assert ft.row_fields(row, "Cora")["algorithm_options"] == {"norm_layers": "local"}, row
+    assert ft.row_fields("fedsgd_dgcn", "Cora")["algorithm_options"] == {}
+    assert ft.row_label("fedavg", "", "decoupled_gcn") == "FedAvg DGCN"

@@ -27,6 +27,15 @@ Options:
   the input layer, even though its bias has the same shape everywhere);
   ``"auto"`` (default) -- ``"all"`` when every client has the same input and
   output widths, else ``"convs"``. Unshared parameters stay personal.
+* ``norm_layers``: ``"averaged"`` (default; Alg. 1 averages every shared
+  parameter) or ``"local"``: the parameters of normalisation layers
+  (LayerNorm, BatchNorm, ...; :func:`~fglcore.fl.parameters.norm_parameter_names`)
+  are never sent nor averaged and stay each client's own, as in FedStruct's
+  official code (``JavadAliakbari/FedStruct``: its MLP/GNN ``state_dict``,
+  which its FedAvg "WA" mode broadcasts and averages, skips ``nn.LayerNorm``,
+  ``nn.BatchNorm1d`` and ``nn.InstanceNorm1d``; digest §4.5, the reading
+  FedStruct's FedAvg rows use, see :mod:`fglcore.papers.fedstruct.tables`).
+  A model without normalisation layers is unaffected.
 * ``reset_optimizer``: the paper trains each round with plain SGD, so the
   local optimizer has no state to carry. With Adam, this implementation by
   default **keeps each client's optimizer state across rounds**, as the
@@ -43,9 +52,10 @@ from fglcore.algorithms.base import Algorithm, Trainer, TrainerClient, register_
 from fglcore.config import ConfigError
 from fglcore.fl.channel import Channel
 from fglcore.fl.engine import Client, Payload, Server
-from fglcore.fl.parameters import load_payload, module_payload
+from fglcore.fl.parameters import load_payload, module_payload, norm_parameter_names
 
 SHARE_MODES = ("auto", "all", "convs", "matching")
+NORM_LAYER_MODES = ("averaged", "local")
 
 
 class FedAvgServer(Server):
@@ -122,13 +132,13 @@ def shared_parameter_names(models: Sequence[nn.Module], share: str, dims: Sequen
 
 @register_algorithm
 class FedAvg(Algorithm):
-    """FedAvg (McMahan et al., AISTATS 2017, Alg. 1); options ``share`` and ``reset_optimizer``
-    are described in :mod:`fglcore.algorithms.fedavg`."""
+    """FedAvg (McMahan et al., AISTATS 2017, Alg. 1); options ``share``, ``norm_layers`` and
+    ``reset_optimizer`` are described in :mod:`fglcore.algorithms.fedavg`."""
 
     name = "fedavg"
     tasks = ("node", "graph")
-    default_options = {"share": "auto", "reset_optimizer": False}
-    option_choices = {"share": SHARE_MODES}
+    default_options = {"share": "auto", "norm_layers": "averaged", "reset_optimizer": False}
+    option_choices = {"share": SHARE_MODES, "norm_layers": NORM_LAYER_MODES}
     citation = (
         "McMahan et al., Communication-Efficient Learning of Deep Networks from Decentralized Data, AISTATS 2017"
     )
@@ -143,8 +153,13 @@ class FedAvg(Algorithm):
         return server, clients
 
     def shared_names(self, models: Sequence[nn.Module]) -> list[str]:
-        """The parameters the server holds and the clients exchange (option ``share``)."""
-        return shared_parameter_names(models, self.options["share"], self.client_dims())
+        """The parameters the server holds and the clients exchange (options ``share`` and ``norm_layers``;
+        a subclass without ``norm_layers`` averages its normalisation layers)."""
+        names = shared_parameter_names(models, self.options["share"], self.client_dims())
+        if self.options.get("norm_layers", "averaged") == "local":
+            norms = norm_parameter_names(models[0])
+            names = [n for n in names if n not in norms]
+        return names
 
     def make_server(self, parameters: dict[str, Tensor]) -> FedAvgServer:
         """The server, holding the initial global ``parameters`` (on the algorithm's device)."""

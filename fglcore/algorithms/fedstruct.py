@@ -75,6 +75,40 @@ checks the ledger).
   :math:`\theta` (and :math:`S`), then the weighted mean of the weights
   (and of :math:`S`).
 
+**Normalisation layers** (option ``norm_layers``): both MLPs start with a
+LayerNorm (``input_layer_norm``, official code, digest §4.5 and item 16).
+The official FedAvg ("WA", ``Server.joint_train_w``) leaves them out of the
+broadcast and of the weight averaging: its MLP/GNN ``state_dict`` skips every
+``nn.LayerNorm``, ``nn.BatchNorm1d`` and ``nn.InstanceNorm1d``
+(``src/models/GNN_models.py``), so each client keeps and trains its own --
+``"local"`` (default, the digest's reading: the official code's LayerNorm
+and its handling); ``"averaged"`` averages them as every other weight
+(McMahan et al.'s Alg. 1; this module's behaviour before the option). It
+applies to ``training="fedavg"``: FedSGD ("GA") averages the gradient of
+*every* parameter, norm layers included (the official ``get_grads`` takes all
+``parameters()``), so under ``training="fedsgd"`` the norm layers stay the
+same on every client whatever ``norm_layers`` says. The parameters are those
+:func:`~fglcore.fl.parameters.norm_parameter_names` selects (``feature.mlp.
+input_norm.*``, ``structure_norm.*``), kept out through the payloads'
+``include`` predicate as the generic ``fedavg`` does.
+
+**Branches** (option ``branches``):
+
+* ``"both"`` (default): Eq. 10, :math:`h_v + z_v`, trained and predicted;
+* ``"structure"``: the structure branch alone, :math:`\hat y_v =
+  \mathrm{softmax}(z_v)`, for training *and* prediction: the official
+  code's ``data_type="structure"`` (``GNNClassifier.get_prediction
+  (model_use="structure")`` in ``train_step`` and in the test), which its
+  layers script (``src/simulations/layers_simulation.py``, 5 clients,
+  K-means, 0-50 layers, 50 runs) runs beside ``"f+s"`` for every NSF:
+  Fig. 4(b)'s "H2V s" with ``nsf="h2v"`` (digest §4.6). The feature branch
+  is not built, so :math:`\theta_f` is neither trained nor sent and node
+  features are never read;
+* ``"structure_inference"``: trained as ``"both"``, predicting from
+  :math:`z_v` alone: the paper's wording (Sec. 6.2, "only NSEs are used
+  during inference") and an earlier official layers script, which logs the
+  ``"f+s"`` model's structure-only test accuracy (``Test Acc S``).
+
 Loss (option ``loss``): cross-entropy on the logits (``"logits"``, the
 paper's Eq. 4) or on their softmax (``"double_softmax"``, the official
 code's quirk, digest §4.5 and item 5).
@@ -104,7 +138,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -125,12 +159,14 @@ from fglcore.data.multihop import PRUNING, multihop_adjacency, prune_at, prune_t
 from fglcore.data.node_structure import degree_features, fedstar_features
 from fglcore.fl.channel import Channel
 from fglcore.fl.engine import SERVER, Client, Payload, Server
-from fglcore.fl.parameters import gradient_payload, load_payload, module_payload
+from fglcore.fl.parameters import gradient_payload, load_payload, module_payload, norm_parameter_names
 from fglcore.metrics import Prediction, minority_mask
 from fglcore.models.fedstruct import FedStructModel
 from fglcore.runtime import set_seed
 
 NSF = ("h2v", "deg", "fedstar")
+BRANCHES = ("both", "structure", "structure_inference")
+NORM_LAYERS = ("local", "averaged")
 PRE_TRAINING = 0  # ledger round of the structural sharing that precedes training
 GRAD_S = "grad_S"
 S_NAME = "S"
@@ -243,12 +279,13 @@ class FedStructServer(FedSGDServer):
     one Adam step) or, with ``training="fedavg"``, FedAvg's (the mean weights); never sees data. It also
     relays the clients' mean ``grad_S`` (FedSGD) or ``S`` (FedAvg) of Hop2Vec to every client."""
 
-    def __init__(self, model: FedStructModel, config: ExperimentConfig, training: str):
+    def __init__(self, model: FedStructModel, config: ExperimentConfig, training: str,
+                 averaged: Callable[[str], bool] | None = None):
         self.training = training
         if training == "fedsgd":
             super().__init__(module_payload(model), config)
-        else:
-            FedAvgServer.__init__(self, module_payload(model))
+        else:  # FedAvg holds only the weights it averages (option norm_layers)
+            FedAvgServer.__init__(self, module_payload(model, include=averaged))
         self.extra: dict[str, Tensor] = {}  # grad_S (FedSGD, Hop2Vec) or S (FedAvg, Hop2Vec)
 
     def payload_for(self, client: Client, round: int) -> Payload:
@@ -268,10 +305,12 @@ class FedStructClient(Client):
 
     def __init__(self, cid: int, num_samples: int, model: FedStructModel, data: Data, abar: sp.csr_matrix,
                  s: Tensor, learnable_s: bool, config: ExperimentConfig, training: str, loss: str,
-                 device: torch.device):
+                 device: torch.device, averaged: Callable[[str], bool] | None = None,
+                 structure_inference: bool = False):
         super().__init__(cid, num_samples)
         self.model = model.to(device)
         self.training, self.loss_kind, self.epochs = training, loss, config.local_epochs
+        self.averaged, self.structure_inference = averaged, structure_inference
         self.x, self.edge_index, self.y = data.x.to(device), data.edge_index.to(device), data.y.to(device)
         self.train_idx = data.train_mask.nonzero().view(-1).to(device)
         self.eval_idx = {s_: getattr(data, f"{s_}_mask").nonzero().view(-1).to(device) for s_ in ("val", "test")}
@@ -328,7 +367,7 @@ class FedStructClient(Client):
         for _ in range(self.epochs):
             self._step()
             self.optimizer.step()
-        update = module_payload(self.model)
+        update = module_payload(self.model, include=self.averaged)
         if self.learnable_s:
             update[S_NAME] = self.s.detach()
         return update
@@ -336,7 +375,10 @@ class FedStructClient(Client):
     @torch.no_grad()
     def evaluate(self) -> dict[str, Prediction]:
         self.model.eval()
-        out = self.forward()
+        if self.structure_inference:  # branches="structure_inference": z_v alone
+            out = self.model.structure_forward(self.s.index_select(0, self.columns), self.abar)
+        else:
+            out = self.forward()
         return {split: Prediction(out[idx], self.y[idx], self.minority[idx]) for split, idx in self.eval_idx.items()}
 
 
@@ -344,9 +386,10 @@ class FusedLearner:
     """FedSGD of all clients in one autograd pass per round (option ``simulation="fused"``, digest §2.8)."""
 
     def __init__(self, model: FedStructModel, clients: list[Data], abar: list[sp.csr_matrix], s: Tensor,
-                 learnable_s: bool, weights: list[float], config: ExperimentConfig, loss: str, device: torch.device):
+                 learnable_s: bool, weights: list[float], config: ExperimentConfig, loss: str, device: torch.device,
+                 structure_inference: bool = False):
         self.model = model.to(device)
-        self.loss_kind = loss
+        self.loss_kind, self.structure_inference = loss, structure_inference
         sizes = [int(c.num_nodes) for c in clients]
         offsets = np.cumsum([0, *sizes])
         self.x = torch.cat([c.x for c in clients]).to(device)
@@ -386,7 +429,8 @@ class FusedLearner:
     def predict(self, cid: int) -> dict[str, Prediction]:
         if self._logits is None:
             self.model.eval()
-            self._logits = self.forward()
+            self._logits = self.model.structure_forward(self.s, self.abar) if self.structure_inference \
+                else self.forward()
         return {split: Prediction(self._logits[idx], self.y[idx], self.minority[idx])
                 for split, idx in self.views[cid].items()}
 
@@ -405,11 +449,12 @@ class FedStruct(Algorithm):
         "nsf": "h2v", "structure_hops": 10, "feature_hops": 2, "pruning": "global", "prune_p": 30,
         "abar_protocol": "clients", "structure_dim": 256, "structure_hidden": [256], "rw_steps": 50,
         "h2v_init_std": 0.05, "training": "fedsgd", "weighting": "nodes", "loss": "logits",
-        "input_layer_norm": True, "simulation": "clients",
+        "input_layer_norm": True, "norm_layers": "local", "branches": "both", "simulation": "clients",
     }
     option_choices = {"nsf": NSF, "pruning": PRUNING, "abar_protocol": ("clients", "server"),
                       "training": ("fedsgd", "fedavg"), "weighting": WEIGHTINGS,
-                      "loss": ("logits", "double_softmax"), "simulation": ("clients", "fused")}
+                      "loss": ("logits", "double_softmax"), "norm_layers": NORM_LAYERS, "branches": BRANCHES,
+                      "simulation": ("clients", "fused")}
     option_bounds = {"structure_hops": POSITIVE, "feature_hops": NON_NEGATIVE, "prune_p": POSITIVE,
                      "structure_dim": POSITIVE, "h2v_init_std": Bounds(above=0)}
     citation = "Aliakbari, Östman and Graell i Amat, Decoupled Subgraph Federated Learning, ICLR 2025"
@@ -451,19 +496,30 @@ class FedStruct(Algorithm):
         set_seed(c.seed)
         model = FedStructModel(int(self.federation.num_features), c.hidden, int(self.federation.num_classes),
                                o["structure_dim"], o["structure_hidden"], c.num_layers, o["feature_hops"],
-                               c.dropout, o["input_layer_norm"])
+                               c.dropout, o["input_layer_norm"], feature_branch=o["branches"] != "structure")
         weights = [client_weight(d, o["weighting"]) for d in clients]
+        structure_inference = o["branches"] == "structure_inference"
         if o["simulation"] == "fused":
             learner = FusedLearner(model, clients, abar, structure[0], o["nsf"] == "h2v", weights, c, o["loss"],
-                                   self.device)
+                                   self.device, structure_inference)
             return None, [CentralView(k, w, learner) for k, w in enumerate(weights)]
-        server = FedStructServer(copy.deepcopy(model), c, o["training"])
+        averaged = self.averaged_parameter_predicate(model)
+        server = FedStructServer(copy.deepcopy(model), c, o["training"], averaged)
         participants = []
         for k, data in enumerate(clients):
             weight = weights[k]
             participants.append(FedStructClient(k, weight, copy.deepcopy(model), data, abar[k], structure[k],
-                                                o["nsf"] == "h2v", c, o["training"], o["loss"], self.device))
+                                                o["nsf"] == "h2v", c, o["training"], o["loss"], self.device,
+                                                averaged, structure_inference))
         return server, participants
+
+    def averaged_parameter_predicate(self, model: FedStructModel) -> Callable[[str], bool] | None:
+        """FedAvg's ``include`` predicate of the weights it sends and averages: all (``None``), or all but the
+        normalisation layers' (option ``norm_layers="local"``, see the module docstring)."""
+        if self.options["norm_layers"] == "averaged":
+            return None
+        norms = norm_parameter_names(model)
+        return lambda name: name not in norms
 
     def own_structure_features(self, k: int) -> Tensor:
         """Client ``k``'s rows of :math:`S`, as it computes (Deg, Hop2Vec) or is given them (Fed⋆, see module)."""

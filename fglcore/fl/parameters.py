@@ -11,9 +11,18 @@ import math
 from typing import Callable, Mapping, Sequence
 
 import torch
+import torch_geometric.nn.norm as pyg_norm
 from torch import Tensor, nn
 
 from fglcore.fl.channel import tensor_nbytes
+
+NORM_LAYERS: tuple[type[nn.Module], ...] = (
+    nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm, nn.InstanceNorm1d, nn.InstanceNorm2d,
+    nn.InstanceNorm3d, nn.LayerNorm, nn.GroupNorm, nn.RMSNorm,
+    *(getattr(pyg_norm, name) for name in pyg_norm.__all__),
+)
+"""Normalisation layers (torch's and PyG's ``torch_geometric.nn.norm``): whose parameters
+:func:`norm_parameter_names` selects."""
 
 
 def module_payload(module: nn.Module, include: Callable[[str], bool] | None = None) -> dict[str, Tensor]:
@@ -23,6 +32,17 @@ def module_payload(module: nn.Module, include: Callable[[str], bool] | None = No
     receiver's copy.
     """
     return {name: p.detach() for name, p in module.named_parameters() if include is None or include(name)}
+
+
+def norm_parameter_names(module: nn.Module) -> frozenset[str]:
+    """Names (as in ``module.named_parameters()``) of the parameters that belong to normalisation layers
+    (:data:`NORM_LAYERS`), e.g. ``{"mlp.input_norm.weight", "mlp.input_norm.bias"}`` for a LayerNorm on an
+    MLP's input. An ``include`` predicate of :func:`module_payload` that leaves them out keeps them local: what
+    FedStruct's official code does with its FedAvg ("WA") weight averaging, whose models' ``state_dict`` skip
+    ``nn.LayerNorm``, ``nn.BatchNorm1d`` and ``nn.InstanceNorm1d`` layers (digest §4.5)."""
+    return frozenset(f"{prefix}.{name}" if prefix else name
+                     for prefix, layer in module.named_modules() if isinstance(layer, NORM_LAYERS)
+                     for name, _ in layer.named_parameters(recurse=False))
 
 
 def gradient_payload(module: nn.Module, include: Callable[[str], bool] | None = None) -> dict[str, Tensor]:

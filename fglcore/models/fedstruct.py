@@ -39,7 +39,10 @@ class FedStructModel(nn.Module):
       matrix over the nodes whose features it has.
 
     Both branches output class logits and are added, with no combination
-    layer (Eq. 10). Both MLPs are LayerNorm on the input, then Linear ->
+    layer (Eq. 10). ``feature_branch=False`` builds the structure branch
+    alone, :math:`q_v = z_v` (Fig. 4(b)'s "H2V s": the official code's
+    ``data_type="structure"`` model, which has no :math:`\theta_f`);
+    :meth:`structure_forward` gives :math:`z_v` of either model. Both MLPs are LayerNorm on the input, then Linear ->
     ReLU -> Dropout -> ... -> Linear, as in the official code (digest §2.2,
     §4.5; ``input_layer_norm=False`` drops the LayerNorm). ``structure_hidden``
     lists the hidden widths of :math:`\theta_s` (Table 5: ``[256]`` for
@@ -58,6 +61,7 @@ class FedStructModel(nn.Module):
         dropout (float): dropout after every hidden ReLU of both MLPs.
         input_layer_norm (bool): LayerNorm on each MLP's input.
         cached (bool): cache the feature branch's normalised local graph.
+        feature_branch (bool): build the feature branch (default); ``False``: the structure branch alone.
 
     Shapes:
         - **input:** node features :math:`(n_i, d)`, local edge indices :math:`(2, |\mathcal{E}_i|)`,
@@ -77,16 +81,18 @@ class FedStructModel(nn.Module):
         dropout: float = 0.5,
         input_layer_norm: bool = True,
         cached: bool = True,
+        feature_branch: bool = True,
     ):
         super().__init__()
         self.feature = DecoupledGCN(in_channels, hidden_channels, out_channels, num_layers, dropout, cached=cached,
-                                    **feature_branch_options(feature_hops, input_layer_norm))
+                                    **feature_branch_options(feature_hops, input_layer_norm)) if feature_branch else None
         self.structure_norm = nn.LayerNorm(structure_channels) if input_layer_norm else None
         self.structure = PygMLP([structure_channels, *structure_hidden, out_channels], dropout=dropout, norm=None,
                                 plain_last=True)
 
     def reset_parameters(self) -> None:
-        self.feature.reset_parameters()
+        if self.feature is not None:
+            self.feature.reset_parameters()
         if self.structure_norm is not None:
             self.structure_norm.reset_parameters()
         self.structure.reset_parameters()
@@ -97,7 +103,12 @@ class FedStructModel(nn.Module):
             s = self.structure_norm(s)
         return self.structure(s)
 
+    def structure_forward(self, s: Tensor, abar: Tensor) -> Tensor:
+        r""":math:`Z^{[i]} = \bar A^{[i]} G_{\theta_s}(S)` (Eqs. 8-9): the node structure embeddings, class logits."""
+        return torch.sparse.mm(abar, self.structure_embedding(s))
+
     def forward(self, x: Tensor, edge_index: Tensor, s: Tensor, abar: Tensor) -> Tensor:
-        h = self.feature(x, edge_index)
-        z = torch.sparse.mm(abar, self.structure_embedding(s))
-        return h + z
+        if self.feature is None:
+            return self.structure_forward(s, abar)
+        h = self.feature(x, edge_index)  # before the structure branch: the dropout masks' draw order
+        return h + self.structure_forward(s, abar)

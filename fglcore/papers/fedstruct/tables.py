@@ -95,6 +95,12 @@ class Row:
     note: str = ""
 
 
+FEDAVG_OPTIONS: dict[str, Any] = {"norm_layers": "local"}
+"""The FedAvg rows' options: FedStruct's official FedAvg ("WA") neither broadcasts nor averages normalisation
+layers (its models' ``state_dict`` skip them; digest §4.5, ``paper.yaml`` settings.protocol.input_layer_norm).
+Only the DGCN row has one here (its input LayerNorm); the GraphSAGE and MLP baselines have none (the official
+ones start with a LayerNorm too)."""
+
 ROWS: dict[str, Row] = {
     # in Table 6's order (Table 2's rows are a subsequence of it); the DGCN rows are FedStruct's feature
     # branch alone (Table 5's theta_f and L through config.model_options), the "-F" rows Table 7's unpruned ones
@@ -103,11 +109,11 @@ ROWS: dict[str, Row] = {
                          "graph=union"),
     "central_dgcn": Row("Central DGCN", "central", "decoupled_gcn"),
     "central_mlp": Row("Central MLP", "central", "mlp"),
-    "fedavg": Row("FedAvg GNN", "fedavg", "sage"),
+    "fedavg": Row("FedAvg GNN", "fedavg", "sage", FEDAVG_OPTIONS),
     "fedsgd": Row("FedSGD GNN", "fedsgd", "sage"),
-    "fedavg_dgcn": Row("FedAvg DGCN", "fedavg", "decoupled_gcn"),
+    "fedavg_dgcn": Row("FedAvg DGCN", "fedavg", "decoupled_gcn", FEDAVG_OPTIONS),
     "fedsgd_dgcn": Row("FedSGD DGCN", "fedsgd", "decoupled_gcn"),
-    "fedavg_mlp": Row("FedAvg MLP", "fedavg", "mlp"),
+    "fedavg_mlp": Row("FedAvg MLP", "fedavg", "mlp", FEDAVG_OPTIONS),
     "fedsgd_mlp": Row("FedSGD MLP", "fedsgd", "mlp"),
     "fedsage_plus": Row("FedSage+", "fedsage_plus", "sage"),
     "fedpub": Row("FedPub", "fedpub", None),
@@ -122,12 +128,17 @@ ROWS: dict[str, Row] = {
                            "nsf=deg, pruning=none"),
     "fedstruct_fedstar_f": Row("FedStruct (Fed⋆)-F", "fedstruct", "decoupled_gcn",
                                {"nsf": "fedstar", "pruning": "none"}, "nsf=fedstar, pruning=none"),
+    "fedstruct_h2v_s": Row("FedStruct (H2V s)", "fedstruct", "decoupled_gcn", {"nsf": "h2v", "branches": "structure"},
+                           "nsf=h2v, branches=structure"),
     "local": Row("Local GNN", "local", "sage"),
     "local_dgcn": Row("Local DGCN", "local", "decoupled_gcn"),
     "local_mlp": Row("Local MLP", "local", "mlp"),
 }
 """Every row of Tables 2, 6 and 7 (and the central model on the clients' subgraphs without their cross edges, for
-the motivation), by row id, in Table 6's order (layouts list rows in this order)."""
+the motivation, and Fig. 4(b)'s "H2V s": FedStruct's structure branch alone, trained and predicting, the official
+``data_type="structure"``, :mod:`fglcore.algorithms.fedstruct` option ``branches``), by row id, in Table 6's order
+(layouts list rows in this order). The FedAvg rows keep normalisation layers out of the averaging (option
+``norm_layers="local"``, :data:`FEDAVG_OPTIONS`)."""
 TABLE2_ROWS = ["central", "fedsgd", "fedsage_plus", "fedpub", "fedgcn_2hop", "fedstruct_deg", "fedstruct_fedstar",
                "fedstruct_h2v", "fedstruct_h2v_f", "local"]
 
@@ -470,9 +481,10 @@ FIG4A_ROWS = ["central", "fedstruct_h2v", "fedstruct_deg", "fedstruct_fedstar", 
 """Fig. 4(a)'s curves, in its legend order (Cora, random partition, 10 clients)."""
 FIG4A_TRAIN = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5]
 """Fig. 4(a)'s labelled fractions x (split x / 10% / 90% - x): only "5%...50%" is printed (digest item 19)."""
-FIG4B_ROWS = ["fedstruct_deg", "fedstruct_fedstar", "fedstruct_h2v", "central", "fedsgd"]
-"""Fig. 4(b)'s curves (Cora, K-means, 5 clients) but "H2V s" (inference on the structure embeddings alone:
-not implemented); any row of a GraphSAGE, a decoupled GCN or FedStruct can be added, e.g. ``fedsgd_dgcn``."""
+FIG4B_ROWS = ["fedstruct_deg", "fedstruct_fedstar", "fedstruct_h2v", "fedstruct_h2v_s", "central", "fedsgd"]
+"""Fig. 4(b)'s curves (Cora, K-means, 5 clients), in its legend order; "H2V s" is ``fedstruct_h2v_s`` (the
+structure branch alone, trained and predicting, as the official layers script's ``data_type="structure"``); any
+row of a GraphSAGE, a decoupled GCN or FedStruct can be added, e.g. ``fedsgd_dgcn``."""
 FIG4B_LAYERS = list(range(1, 51))
 """Fig. 4(b)'s depths: the official layers script runs 0-50 (digest 5.8); depth 0 is left out (no GraphSAGE of
 zero layers, and FedStruct's :math:`\\bar A = \\hat A^0 = I` drops the structure's graph)."""
