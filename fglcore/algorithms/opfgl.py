@@ -595,7 +595,7 @@ def distillation_term(teacher_logits: Tensor, gamma: Tensor) -> Callable[[Tensor
 
 def focal_loss(logits: Tensor, target: Tensor, gamma: float = 2.0, alpha: Tensor | None = None) -> Tensor:
     """Multi-class focal loss (Lin, Goyal, Girshick, He and Dollár, "Focal Loss for Dense Object Detection",
-    ICCV 2017, Eq. 5), the loss of O-pFGL's ablation ``ft(focal)`` (Sec. 5.4, Figs. 3-4, its ref. [39]).
+    ICCV 2017, Eq. 5), the loss of O-pFGL's ablation ``ft(focal)`` (Sec. 5.2.2, App. A.3.3, Figs. 3-4, ref. [39]).
 
     :math:`\\mathrm{FL}(p_t) = -\\alpha_t\\,(1-p_t)^{\\gamma}\\log p_t` with :math:`p_t` the softmax
     probability of the true class, averaged over the rows: :math:`\\frac1N\\sum_i\\mathrm{FL}_i`.

@@ -349,10 +349,10 @@ def count_runs(configs: Mapping[str, Sequence[ExperimentConfig]]) -> pd.DataFram
 # ----------------------------------------------------------------------------- ablations (4_ablations)
 
 ABLATION_SETTINGS: dict[str, dict[str, dict[str, Any] | None]] = {
-    "fig3": {"": {}, "stage2=ft": {"stage2": "ft"}, "stage2=ft_focal": {"stage2": "ft_focal"}, "stage2=fixed": {"stage2": "fixed"},
-             "hre=off": {"hre_top_k": 0}},
-    "fig4": {"": {}, "stage2=ft": {"stage2": "ft"}, "stage2=ft_focal": {"stage2": "ft_focal"}, "stage2=fixed": {"stage2": "fixed"},
-             "hre=off": {"hre_top_k": 0}},
+    "fig3": {"": {}, "stage2=ft": {"stage2": "ft"}, "stage2=ft_focal": {"stage2": "ft_focal"},
+             "stage2=fixed": {"stage2": "fixed"}, "hre=off": {"hre_top_k": 0}},
+    "fig4": {"": {}, "stage2=ft": {"stage2": "ft"}, "stage2=ft_focal": {"stage2": "ft_focal"},
+             "stage2=fixed": {"stage2": "fixed"}, "hre=off": {"hre_top_k": 0}},
     "19": {"": {}, "nodes_per_class=2": {"nodes_per_class": 2}, "nodes_per_class=3": {"nodes_per_class": 3}},
     "22": {"": {}, "hre=no_dth": {"hre_min_degree": 0},
            "hre=no_dth_fth": {"hre_min_degree": 0, "hre_confidence": 0.0},
