@@ -314,3 +314,105 @@ def test_sgc_takes_the_pseudo_graphs_edge_weights():
     expected = conv(graph.x, graph.edge_index, graph.edge_weight)
     assert torch.allclose(conv(graph.x, O.pseudo_graph_input(graph, "sgc")), expected, atol=1e-6)
     assert torch.equal(O.pseudo_graph_input(graph, "sage"), graph.edge_index)
+
+
+# --------------------------------------------------------------------------- ablation variants: ft(focal), Table 23
+
+
+def test_focal_loss_is_cross_entropy_at_gamma_zero():
+    g = torch.Generator().manual_seed(0)
+    logits, target = torch.randn(7, 4, generator=g), torch.tensor([0, 1, 2, 3, 0, 1, 2])
+    assert O.focal_loss(logits, target, gamma=0.0).item() == pytest.approx(
+        torch.nn.functional.cross_entropy(logits, target).item(), rel=1e-6)
+    alpha = torch.tensor([0.5, 1.0, 2.0, 4.0])
+    weighted = (alpha[target] * torch.nn.functional.cross_entropy(logits, target, reduction="none")).mean()
+    assert O.focal_loss(logits, target, gamma=0.0, alpha=alpha).item() == pytest.approx(weighted.item(), rel=1e-6)
+
+
+def test_focal_loss_down_weights_confident_nodes():
+    """Lin et al. Eq. 5: each row's loss is its cross-entropy times (1 - p_t)^gamma."""
+    logits = torch.tensor([[4.0, 0.0, 0.0], [0.2, 0.0, 0.0]])  # row 0 confident and right, row 1 unsure
+    target = torch.tensor([0, 0])
+    ce = torch.nn.functional.cross_entropy(logits, target, reduction="none")
+    p_t = torch.softmax(logits, dim=1)[:, 0]
+    ratios = [O.focal_loss(logits[i:i + 1], target[i:i + 1], gamma=2.0).item() / ce[i].item() for i in range(2)]
+    assert ratios == pytest.approx(((1 - p_t) ** 2).tolist(), rel=1e-5)
+    assert ratios[0] < 0.01 < 0.3 < ratios[1]
+    assert O.focal_loss(logits, target, gamma=2.0) < O.focal_loss(logits, target, gamma=0.0)
+
+
+def test_balanced_class_weights_average_one_over_the_labels():
+    labels = torch.tensor([0, 0, 0, 1, 2, 2])
+    w = O.balanced_class_weights(labels, 4)
+    assert w.tolist() == pytest.approx([6 / 9, 2.0, 1.0, 0.0])
+    assert w[labels].mean().item() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("alpha", ["none", "balanced"])
+def test_ft_focal_fine_tunes_without_distillation(alpha):
+    algorithm, result = run(stage2="ft_focal", focal_alpha=alpha)
+    _, ft = run(stage2="ft")
+    assert all(float(c.gamma.abs().sum()) == 0 for c in algorithm.clients)
+    assert all(row["stage2_epochs"] > 0 for row in result.per_client)
+    assert result.metrics != ft.metrics  # another loss, other models
+    _, again = run(stage2="ft_focal", focal_alpha=alpha)
+    assert again.metrics == result.metrics
+
+
+@pytest.mark.parametrize("kind", O.PGE_MODES)
+def test_each_link_predictor_gives_a_symmetric_adjacency_deterministically(kind):
+    n, f = 5, 8
+    x = torch.randn(n, f, generator=torch.Generator().manual_seed(3))
+    torch.manual_seed(0)
+    first = O.edge_model(kind, f, n, 16)(x)
+    torch.manual_seed(0)
+    second = O.edge_model(kind, f, n, 16)(x)
+    assert first.shape == (n, n) and torch.equal(first, second)
+    assert torch.equal(first, first.t()) and torch.all(first.diagonal() == 0)
+    off = first[~torch.eye(n, dtype=torch.bool)]
+    if kind == "inner_product":
+        unit = torch.nn.functional.normalize(x, dim=1)
+        assert torch.allclose(first, (unit @ unit.t()).fill_diagonal_(0), atol=1e-6)
+    else:
+        assert torch.all((off > 0) & (off < 1))
+
+
+@pytest.mark.parametrize("kind", O.PGE_MODES)
+def test_condensation_with_each_link_predictor_lowers_its_loss(kind):
+    algorithm, result = run(pge=kind, condense_iterations=200)
+    history = result.extras["condensation_loss"]
+    assert len(history) == 201 and history[-1] < 0.5 * history[0]
+    adj = result.extras["pseudo_graph"].adj
+    assert adj.shape == (C, C) and torch.equal(adj, adj.t()) and torch.all(adj.diagonal() == 0)
+    assert torch.all((adj == 0) | (adj >= 0.01))
+    _, again = run(pge=kind, condense_iterations=200)
+    assert torch.equal(again.extras["pseudo_graph"].adj, adj)
+    assert torch.equal(again.extras["pseudo_graph"].x, result.extras["pseudo_graph"].x)
+    if kind == "inner_product":  # the shipped graph is the thresholded similarity of the shipped features
+        expected = O.threshold_edges(O.edge_model(kind, F_IN, C, 16)(result.extras["pseudo_graph"].x), 0.01)
+        assert torch.allclose(adj, expected, atol=1e-6)
+    if kind != "mlp":
+        _, mlp = run(condense_iterations=200)
+        assert not torch.equal(mlp.extras["pseudo_graph"].adj, adj)
+
+
+def test_the_free_adjacency_moves_under_the_link_predictor_steps():
+    torch.manual_seed(0)
+    model = O.edge_model("direct", F_IN, 4, 16)
+    x = torch.randn(4, F_IN)
+    before = model(x).detach().clone()
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    for _ in range(5):
+        optimizer.zero_grad()
+        model(x)[0, 1].backward()  # lower one pair's weight
+        optimizer.step()
+    after = model(x).detach()
+    assert after[0, 1] < before[0, 1] and after[1, 0] == after[0, 1]
+    assert after[2, 3] == before[2, 3]
+
+
+@pytest.mark.parametrize("key, value", [("pge", "free"), ("stage2", "focal"), ("focal_alpha", "inverse"),
+                                        ("focal_gamma", -1.0)])
+def test_a_bad_variant_value_names_the_option(key, value):
+    with pytest.raises(ConfigError, match=f"algorithm_options.{key}"):
+        ExperimentConfig.from_dict({"algorithm": "opfgl", "rounds": 1, "algorithm_options": {key: value}})

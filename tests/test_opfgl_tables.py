@@ -93,3 +93,22 @@ def test_analytic_bytes_are_table_25_counted():
     assert one["download"] == 92231 * 4 and many["download"] == 4 * 92231 * 4
     with pytest.raises(ValueError, match="fedspray"):
         om.analytic_bytes("fedspray", num_features=1, num_classes=1, hidden=1, hops=1, pseudo_nodes=1)
+
+
+def test_the_ablation_plan_runs_focal_fine_tuning_and_the_link_predictor_variants():
+    from fglcore.algorithms.opfgl import Opfgl
+
+    p = ot.ablations_plan(["fig3", "fig4", "23"], ["Cora"], [0], 10, 20, {}, ["Cora"], [10], ["opfgl"], [5], 3)
+    assert set(p["status"]["why"]) == {"runs"}
+    by = {(c.table, c.setting): c for c in p["configs"]["fig3"] + p["configs"]["fig4"] + p["configs"]["23"]}
+    for table in ("fig3", "fig4"):
+        options = Opfgl.check_options(by[(table, "stage2=ft_focal")].algorithm_options)
+        assert (options["stage2"], options["focal_gamma"], options["focal_alpha"]) == ("ft_focal", 2.0, "none")
+    assert by[("fig4", "stage2=ft_focal")].partition == "metis_plus"
+    for kind in ("direct", "inner_product"):
+        config = by[("23", f"pge={kind}")]
+        assert Opfgl.check_options(config.algorithm_options)["pge"] == kind and config.partition == "louvain_plus"
+    assert Opfgl.check_options(by[("23", "")].algorithm_options)["pge"] == "mlp"
+    for settings in ot.ABLATION_SETTINGS.values():
+        for changes in settings.values():
+            Opfgl.check_options(changes)  # every variant is a valid option set

@@ -54,7 +54,12 @@ paper's float32 count of means, variances and counts (Table 25's
 per class (1 for the Planetoid datasets; ``node_rate`` > 0 uses
 :math:`\\lceil p\\,N^c_{orig}\\rceil` instead), features :math:`X'\\sim N(0,1)`,
 edges from the link predictor :math:`g_\\theta`
-(:class:`~fglcore.models.pge.PseudoGraphEdges`) with weights
+(:class:`~fglcore.models.pge.PseudoGraphEdges`, ``pge="mlp"``; Table 23's
+alternatives: ``"direct"``, a free matrix,
+:class:`~fglcore.models.pge_direct.FreePseudoAdjacency`, and
+``"inner_product"``, the cosine similarity of the pseudo-features,
+:class:`~fglcore.models.pge_inner.InnerProductEdges`; neither is in the
+authors' code) with weights
 :math:`S_{ij}\\ge\\delta` kept as weights (``edge_threshold`` δ = 0.01; the
 code ships the weighted graph, the paper's indicator is not
 differentiable, A6). Loss :math:`10\\,L_{align}+0.1\\,L_{smt}` (A7):
@@ -88,7 +93,13 @@ validation accuracy every ``eval_every`` (100) steps, keep the best model and
 stop after ``patience`` evaluations without a strict improvement (A12; the
 code starts the best accuracy at 0 and keeps the last model when none
 improves on it). ``stage2`` picks the ablations of Figs. 3-4:
-``"adaptive"`` (the method), ``"ft"`` (γ = 0), ``"fixed"`` (γ = β for all
+``"adaptive"`` (the method), ``"ft"`` (γ = 0), ``"ft_focal"`` (γ = 0 and the
+focal loss of Lin et al. in place of cross-entropy, :func:`focal_loss`; the
+paper gives no setting and the authors' code lists a ``local_strategy``
+``ft_imb`` but implements none, so ``focal_gamma`` is Lin et al.'s 2 and
+``focal_alpha`` is ``"none"``, :math:`\\alpha_t=1`, or ``"balanced"``, inverse
+class frequency of the local training labels; the paper's O1 blames the
+weights being hard to set), ``"fixed"`` (γ = β for all
 nodes), ``"none"`` (report :math:`M_G`, the code's ``local_strategy=global``).
 Every client starts Stage 1 from the same initial model (homogeneous
 setting). ``config.model`` is ``gcn`` (the paper's backbone) or, for
@@ -135,9 +146,13 @@ from fglcore.metrics import Prediction, accuracy
 from fglcore.models import build_model
 from fglcore.models.operators import GraphOperators, SparseOperator
 from fglcore.models.pge import PseudoGraphEdges
+from fglcore.models.pge_direct import FreePseudoAdjacency
+from fglcore.models.pge_inner import InnerProductEdges
 from fglcore.runtime import set_seed
 
-STAGE2_MODES = ("adaptive", "ft", "fixed", "none")
+STAGE2_MODES = ("adaptive", "ft", "ft_focal", "fixed", "none")
+PGE_MODES = ("mlp", "direct", "inner_product")
+FOCAL_ALPHAS = ("none", "balanced")
 THETA_STEPS, CYCLE = 10, 50  # A7: per block of 50 iterations, 10 link-predictor steps then 40 feature steps
 SUPPORTED_MODELS = ("gcn", "sgc", "sage", "gat")
 
@@ -423,28 +438,54 @@ def pseudo_labels(target: PooledStatistics, nodes_per_class: int, node_rate: flo
     return torch.cat([torch.full((k,), c, dtype=torch.long) for c, k in enumerate(counts)])
 
 
+def edge_model(kind: str, num_features: int, num_nodes: int, hidden: int) -> nn.Module:
+    """The pseudo-graph's :math:`g_\\theta` named by the ``pge`` option (Eq. 10; App. A.3.9, Table 23).
+
+    ``"mlp"``: the link predictor of the paper and code,
+    :class:`~fglcore.models.pge.PseudoGraphEdges` (``hidden`` wide);
+    ``"direct"``: a free :math:`n'\\times n'` matrix,
+    :class:`~fglcore.models.pge_direct.FreePseudoAdjacency`; ``"inner_product"``:
+    the cosine similarity of the pseudo-features,
+    :class:`~fglcore.models.pge_inner.InnerProductEdges` (no parameter).
+    """
+    if kind == "mlp":
+        return PseudoGraphEdges(num_features, hidden)
+    if kind == "direct":
+        return FreePseudoAdjacency(num_nodes)
+    if kind == "inner_product":
+        return InnerProductEdges()
+    raise ConfigError(f"algorithm_options.pge: {kind!r} is not accepted; accepted: {', '.join(PGE_MODES)}")
+
+
 def condense(target: PooledStatistics, num_features: int, options: Mapping[str, Any], generator: torch.Generator,
              history: list[float] | None = None) -> PseudoGraph:
     """Optimise :math:`X'` and :math:`g_\\theta` so the propagated pseudo-features match ``target`` (Sec. 4.3, A6-A8).
 
-    ``options`` are O-pFGL's (:attr:`Opfgl.default_options`). :math:`X'` is drawn
-    from ``generator``; :math:`g_\\theta` from the global torch RNG. ``history``,
-    when given, receives the total loss of every iteration.
+    ``options`` are O-pFGL's (:attr:`Opfgl.default_options`); ``pge`` picks
+    :math:`g_\\theta` (:func:`edge_model`). :math:`X'` is drawn from
+    ``generator``; :math:`g_\\theta` from the global torch RNG. Every variant
+    keeps the schedule of A7: with a parameter-free :math:`g` (``"inner_product"``)
+    the 10 link-predictor steps of each block of 50 update nothing, so
+    :math:`X'` gets the same number of steps as with the MLP and only the way
+    :math:`A'` is built differs between Table 23's rows. ``history``, when
+    given, receives the total loss of every iteration.
     """
     labels = pseudo_labels(target, options["nodes_per_class"], options["node_rate"])
     n = labels.numel()
     if n == 0:
         raise ValueError("the pseudo-graph would have no node: node_rate * training counts rounds to 0 for every class")
     x = nn.Parameter(torch.randn(n, num_features, generator=generator))
-    pge = PseudoGraphEdges(num_features, options["pge_hidden"])
+    pge = edge_model(options["pge"], num_features, n, options["pge_hidden"])
+    theta = list(pge.parameters())
     opt_x = torch.optim.Adam([x], lr=options["lr_feat"])
-    opt_theta = torch.optim.Adam(pge.parameters(), lr=options["lr_adj"])
+    opt_theta = torch.optim.Adam(theta, lr=options["lr_adj"]) if theta else None
     hops, delta = options["hops"], options["edge_threshold"]
     target = PooledStatistics(*(t.float() for t in (target.count, target.mean, target.var, target.reporters,
                                                     target.original_count)))
     for i in range(options["condense_iterations"] + 1):
         opt_x.zero_grad(set_to_none=True)
-        opt_theta.zero_grad(set_to_none=True)
+        if opt_theta is not None:
+            opt_theta.zero_grad(set_to_none=True)
         adj = threshold_edges(pge(x), delta)
         smooth = smoothness_loss(x, adj, options["smoothness"])
         index = adj.nonzero().t()
@@ -452,7 +493,10 @@ def condense(target: PooledStatistics, num_features: int, options: Mapping[str, 
         align = alignment_loss(features, labels, target, options["dispersion"])
         loss = options["align_weight"] * align + options["smoothness_weight"] * smooth
         loss.backward()
-        (opt_theta if i % CYCLE < THETA_STEPS else opt_x).step()
+        if i % CYCLE >= THETA_STEPS:
+            opt_x.step()
+        elif opt_theta is not None:
+            opt_theta.step()
         if history is not None:
             history.append(float(loss.detach()))
     with torch.no_grad():  # the code's PGE.inference: same forward, BatchNorm still in training mode
@@ -549,6 +593,34 @@ def distillation_term(teacher_logits: Tensor, gamma: Tensor) -> Callable[[Tensor
     return term
 
 
+def focal_loss(logits: Tensor, target: Tensor, gamma: float = 2.0, alpha: Tensor | None = None) -> Tensor:
+    """Multi-class focal loss (Lin, Goyal, Girshick, He and Dollár, "Focal Loss for Dense Object Detection",
+    ICCV 2017, Eq. 5), the loss of O-pFGL's ablation ``ft(focal)`` (Sec. 5.2.2, App. A.3.3, Figs. 3-4, ref. [39]).
+
+    :math:`\\mathrm{FL}(p_t) = -\\alpha_t\\,(1-p_t)^{\\gamma}\\log p_t` with :math:`p_t` the softmax
+    probability of the true class, averaged over the rows: :math:`\\frac1N\\sum_i\\mathrm{FL}_i`.
+    :math:`\\gamma=0` and no ``alpha`` give the cross-entropy; a larger :math:`\\gamma` down-weights
+    the rows the model already gets right with confidence. ``alpha`` (``[C]``, optional) is
+    :math:`\\alpha_t` per class (Lin et al. write it for the binary case, :math:`\\alpha` for the
+    foreground; one weight per class is its usual multi-class form). torchvision's ``sigmoid_focal_loss``
+    is the binary, per-logit sigmoid form and does not apply to a softmax classifier.
+    Shapes: ``logits`` :math:`(N, C)`, ``target`` :math:`(N,)` -> scalar.
+    """
+    log_p = F.log_softmax(logits, dim=1).gather(1, target.view(-1, 1)).squeeze(1)
+    loss = -((1.0 - log_p.exp()) ** gamma) * log_p
+    if alpha is not None:
+        loss = alpha.to(loss.dtype)[target] * loss
+    return loss.mean()
+
+
+def balanced_class_weights(labels: Tensor, num_classes: int) -> Tensor:
+    """:math:`\\alpha_c = N/(C_{present}\\,N_c)` from the training labels (classes absent: 0), the
+    "balanced" weights of scikit-learn's ``compute_class_weight``; their mean over the labelled rows is 1."""
+    count = torch.bincount(labels, minlength=num_classes)[:num_classes].float()
+    present = count > 0
+    return torch.where(present, labels.numel() / (present.sum() * count.clamp(min=1)), torch.zeros_like(count))
+
+
 # --------------------------------------------------------------------------- participants
 
 
@@ -596,7 +668,7 @@ class OpfglClient(Client):
         o = self.options
         if o["stage2"] == "fixed":
             return torch.full((self.soft_labels.size(0),), o["beta"])
-        if o["stage2"] in ("ft", "none"):
+        if o["stage2"] in ("ft", "ft_focal", "none"):
             return torch.zeros(self.soft_labels.size(0))
         gamma = o["beta"] * (self.soft_labels.double() @ self.factors)
         if o["gamma_min"] is not None or o["gamma_max"] is not None:
@@ -637,16 +709,40 @@ class OpfglClient(Client):
                                          o["patience"])
 
     def stage2(self) -> dict[str, float]:
-        """Eqs. 15-17: fine-tuning on local data with node-adaptive distillation from the frozen Stage-1 model."""
+        """Eqs. 15-17: fine-tuning on local data with node-adaptive distillation from the frozen Stage-1 model.
+
+        ``stage2="ft_focal"`` fine-tunes with :func:`focal_loss` over the training nodes alone (no
+        distillation); ``focal_alpha="balanced"`` weighs the classes by :func:`balanced_class_weights`
+        of the local training labels.
+        """
         o = self.options
         if o["stage2"] == "none":
             return {"epochs": 0.0, "best_val_accuracy": self.val_accuracy()}
-        teacher = self.trainer.logits().detach()
-        term = distillation_term(teacher, self.gamma.to(self.device)) if o["stage2"] != "ft" else None
         self.trainer.optimizer = torch.optim.Adam(self.model.parameters(), lr=o["stage2_lr"],
                                                   weight_decay=self.config.weight_decay, fused=True)
-        return train_with_early_stopping(self.model, lambda k: self.trainer.train_epochs(k, extra_loss=term),
-                                         self.val_accuracy, o["max_epochs"], o["eval_every"], o["patience"])
+        if o["stage2"] == "ft_focal":
+            step = self.focal_steps
+        else:
+            teacher = self.trainer.logits().detach()
+            term = distillation_term(teacher, self.gamma.to(self.device)) if o["stage2"] != "ft" else None
+
+            def step(k: int) -> None:
+                self.trainer.train_epochs(k, extra_loss=term)
+
+        return train_with_early_stopping(self.model, step, self.val_accuracy, o["max_epochs"], o["eval_every"],
+                                         o["patience"])
+
+    def focal_steps(self, k: int) -> None:
+        """``k`` full-batch Adam steps of :func:`focal_loss` over the local training nodes (``ft(focal)``)."""
+        trainer, o = self.trainer, self.options
+        alpha = balanced_class_weights(trainer.y_train, self.num_classes) if o["focal_alpha"] == "balanced" \
+            else None
+        for _ in range(k):
+            self.model.train()
+            trainer.optimizer.zero_grad(set_to_none=True)
+            out = trainer.forward()
+            focal_loss(out[trainer.train_idx], trainer.y_train, o["focal_gamma"], alpha).backward()
+            trainer.optimizer.step()
 
     def fit(self, round: int) -> None:
         """Stages 1 and 2 (the client's work after the download); uploads nothing."""
@@ -724,6 +820,7 @@ class Opfgl(Algorithm):
         "smoothness_weight": 0.1,
         "dispersion": "std",
         "smoothness": "code",
+        "pge": "mlp",
         "pge_hidden": 128,
         # two-stage personalised training (Sec. 4.4)
         "stage1_lr": 1e-4,
@@ -732,6 +829,8 @@ class Opfgl(Algorithm):
         "beta": 0.2,
         "gamma_min": None,
         "gamma_max": None,
+        "focal_gamma": 2.0,
+        "focal_alpha": "none",
         "max_epochs": 3000,
         "eval_every": 100,
         "patience": 5,
@@ -741,6 +840,8 @@ class Opfgl(Algorithm):
         "dispersion": ("std", "variance"),
         "smoothness": ("code", "paper"),
         "stage2": STAGE2_MODES,
+        "pge": PGE_MODES,
+        "focal_alpha": FOCAL_ALPHAS,
     }
     option_bounds = {
         **{key: Bounds(minimum=low) for key, low in (
@@ -749,7 +850,8 @@ class Opfgl(Algorithm):
             ("eval_every", 1), ("patience", 1))},
         **dict.fromkeys(("lp_alpha", "hre_confidence", "edge_threshold", "node_rate"), PROBABILITY),
         **dict.fromkeys(("lr_feat", "lr_adj", "stage1_lr", "stage2_lr"), Bounds(above=0)),
-        **dict.fromkeys(("align_weight", "smoothness_weight", "beta", "gamma_min", "gamma_max"), NON_NEGATIVE),
+        **dict.fromkeys(("align_weight", "smoothness_weight", "beta", "gamma_min", "gamma_max", "focal_gamma"),
+                         NON_NEGATIVE),
     }
 
     @classmethod

@@ -349,21 +349,22 @@ def count_runs(configs: Mapping[str, Sequence[ExperimentConfig]]) -> pd.DataFram
 # ----------------------------------------------------------------------------- ablations (4_ablations)
 
 ABLATION_SETTINGS: dict[str, dict[str, dict[str, Any] | None]] = {
-    "fig3": {"": {}, "stage2=ft": {"stage2": "ft"}, "stage2=ft_focal": None, "stage2=fixed": {"stage2": "fixed"},
-             "hre=off": {"hre_top_k": 0}},
-    "fig4": {"": {}, "stage2=ft": {"stage2": "ft"}, "stage2=ft_focal": None, "stage2=fixed": {"stage2": "fixed"},
-             "hre=off": {"hre_top_k": 0}},
+    "fig3": {"": {}, "stage2=ft": {"stage2": "ft"}, "stage2=ft_focal": {"stage2": "ft_focal"},
+             "stage2=fixed": {"stage2": "fixed"}, "hre=off": {"hre_top_k": 0}},
+    "fig4": {"": {}, "stage2=ft": {"stage2": "ft"}, "stage2=ft_focal": {"stage2": "ft_focal"},
+             "stage2=fixed": {"stage2": "fixed"}, "hre=off": {"hre_top_k": 0}},
     "19": {"": {}, "nodes_per_class=2": {"nodes_per_class": 2}, "nodes_per_class=3": {"nodes_per_class": 3}},
     "22": {"": {}, "hre=no_dth": {"hre_min_degree": 0},
            "hre=no_dth_fth": {"hre_min_degree": 0, "hre_confidence": 0.0},
            "hre=no_dth_fth_topk": {"hre_min_degree": 0, "hre_confidence": 0.0, "hre_top_k": 1000}},
-    "23": {"": {}, "pge=direct": None, "pge=inner_product": None},
+    "23": {"": {}, "pge=direct": {"pge": "direct"}, "pge=inner_product": {"pge": "inner_product"}},
 }
-"""O-pFGL option changes of each ablation setting (the ``setting`` labels of ``paper.yaml``); ``None``: a
-variant not implemented (focal-loss fine-tuning, Table 23's alternatives to the link predictor).
-Figures 3/4 (ablation, Louvain+/Metis+), Table 19 (pseudo-nodes per class), Table 22 (HRE without its
-criteria: C1 degree, then C2 confidence, then C3 top-K; "without" sets the criterion to let every node
-through), Table 23 (how A' is built)."""
+"""O-pFGL option changes of each ablation setting (the ``setting`` labels of ``paper.yaml``); ``None`` would
+mark a variant not implemented (none now). Figures 3/4 (ablation, Louvain+/Metis+; ``ft(focal)`` is
+``stage2="ft_focal"`` with the option defaults, focal γ = 2 and no class weights), Table 19 (pseudo-nodes per
+class), Table 22 (HRE without its criteria: C1 degree, then C2 confidence, then C3 top-K; "without" sets the
+criterion to let every node through), Table 23 (how A' is built: ``pge``, a free matrix or the features'
+cosine similarity in place of the MLP link predictor)."""
 ABLATION_PARTITIONS = {"fig3": "louvain_plus", "fig4": "metis_plus", "19": "louvain_plus", "22": "louvain_plus",
                        "23": "louvain_plus"}
 SENSITIVITY: dict[str, str] = {"beta": "beta", "K": "hre_top_k", "f_th": "hre_confidence", "d_th": "hre_min_degree"}
