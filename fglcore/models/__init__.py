@@ -60,6 +60,10 @@ file                       holds
 ``fedlog_branch.py``       FedLoG's :class:`~fglcore.models.fedlog_branch.BranchClassifier`
 ``fedlog_branch_layer.py``  FedLoG's :class:`~fglcore.models.fedlog_branch_layer.BranchLayer`
 ``fedlog_generator.py``    FedLoG's :class:`~fglcore.models.fedlog_generator.NeighborGenerator`
+``pge.py``                 O-pFGL's pseudo-graph link predictor :class:`~fglcore.models.pge.PseudoGraphEdges`
+``pge_direct.py``          its Table 23 alternative :class:`~fglcore.models.pge_direct.FreePseudoAdjacency`
+``pge_inner.py``           its Table 23 alternative :class:`~fglcore.models.pge_inner.InnerProductEdges`
+``distributed_gnn.py``     the local-bias paper's :class:`~fglcore.models.distributed_gnn.DistributedGNN`
 =========================  =================================================================
 
 ``operators.py`` (CSR message passing), ``sparse_input.py`` (sparse first
