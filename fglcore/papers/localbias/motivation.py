@@ -13,14 +13,27 @@ equal-size one; the non-i.i.d. one favours a few classes per client ten
 times (``favoured_classes``, A12).
 
 These runs need the models' test logits, which ``results.csv`` does not hold:
-they run here (:func:`run_with_logits`), not through the sweep store, and
-the notebook writes their table to ``1_local_bias.csv``. Every run of this
-study keeps its **last** epoch (``selection="last"``: the model a client
-would hold), the reference its last epoch too; one learning rate for all
-(``lr``, no search).
+they run here (:func:`run_with_logits`), not through
+:func:`fglcore.experiment.sweep`. Given the notebook's results store,
+:func:`bias_study` stores each finished run as a sweep does -- its rows with
+the per-epoch curve (``curve=True``, table ``"motivation"``, which no
+comparison or claim of ``params/localbias/paper.yaml`` reads) and its run
+id, seconds and provenance in the run index -- and its test logits in
+:data:`LOGITS_FOLDER` beside the store (:func:`save_logits`), so an
+interrupted study resumes and a second one computes nothing. The notebook
+writes the table to ``1_local_bias.csv``. Every run of this study keeps its
+**last** epoch (``selection="last"``: the model a client would hold), the
+reference its last epoch too; one learning rate for all (``lr``, no search).
 """
 from __future__ import annotations
 
+import hashlib
+import os
+import pickle
+import time
+import uuid
+import zipfile
+from pathlib import Path
 from typing import Any, Sequence
 
 import pandas as pd
@@ -43,6 +56,9 @@ PARTITIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "non-iid": ("favoured_classes", {}),
 }
 """Sec. 4.2's two settings: the random equal-size partition and the class-favouring one (A12)."""
+
+LOGITS_FOLDER = ".logits"
+"""Folder beside the results store holding each stored run's test logits, ``<config_id>.pt`` (:func:`save_logits`)."""
 
 
 def edge_share_table(datasets: Sequence[str], num_clients: Sequence[int] = EDGE_SHARE_CLIENTS,
@@ -162,41 +178,136 @@ def plan(datasets: Sequence[str], edge_clients: Sequence[int], bias_datasets: Se
             "not_implemented": missing, "bias_ready": ready}
 
 
-def bias_study(runs: Sequence[tuple[str, ExperimentConfig]], progress: bool = False
-               ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def logits_path(store: str | os.PathLike[str], config: ExperimentConfig) -> Path:
+    """Where :func:`bias_study` keeps the test logits of ``config`` stored in ``store``:
+    ``<store folder>/.logits/<config_id>.pt``."""
+    from fglcore.results import ResultStore, config_id
+
+    return ResultStore(store).path.parent / LOGITS_FOLDER / f"{config_id(config)}.pt"
+
+
+def rows_fingerprint(rows: pd.DataFrame) -> str:
+    """sha256 of one run's stored ``metric``/``value`` rows as the results CSV writes them: ties a logits file
+    to the rows it was saved with."""
+    frame = (pd.DataFrame(rows)[["metric", "value"]].astype({"metric": str, "value": float})
+             .sort_values("metric", kind="stable"))
+    return hashlib.sha256(frame.to_csv(index=False, lineterminator="\n").encode()).hexdigest()
+
+
+def save_logits(path: str | os.PathLike[str], config_id: str, fingerprint: str, ids: torch.Tensor,
+                logits: torch.Tensor) -> None:
+    """Write one run's test node ids (int64, ascending) and logits (float32) to ``path`` atomically
+    (a temporary file in the same folder, then :func:`os.replace`), with its ``config_id`` and the
+    :func:`rows_fingerprint` of the rows stored for it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
+    payload = {"config_id": config_id, "fingerprint": fingerprint, "global_id": ids.detach().cpu().to(torch.int64),
+               "logits": logits.detach().cpu().to(torch.float32).contiguous()}
+    try:
+        torch.save(payload, partial)
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def load_logits(path: str | os.PathLike[str], config_id: str, fingerprint: str
+                ) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """``(test ids, logits)`` saved by :func:`save_logits`, or ``None`` when the file is missing, unreadable
+    (partly written, damaged), or not the one of these stored rows: another ``config_id``, another
+    ``fingerprint`` (the run was stored again since), ids not ascending int64, logits not float32 with a
+    row per id."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        saved = torch.load(path, weights_only=True)
+    except (OSError, EOFError, RuntimeError, ValueError, pickle.UnpicklingError, zipfile.BadZipFile):
+        return None
+    if not isinstance(saved, dict) or saved.get("config_id") != config_id or saved.get("fingerprint") != fingerprint:
+        return None
+    ids, logits = saved.get("global_id"), saved.get("logits")
+    if not (isinstance(ids, torch.Tensor) and isinstance(logits, torch.Tensor) and ids.dtype == torch.int64
+            and ids.dim() == 1 and logits.dtype == torch.float32 and logits.dim() == 2
+            and logits.shape[0] == ids.numel() and bool((ids[1:] > ids[:-1]).all())):
+        return None
+    return ids, logits
+
+
+def _stored_run(logits_file: Path, cid: str, rows: pd.DataFrame
+                ) -> tuple[pd.DataFrame, torch.Tensor, torch.Tensor] | None:
+    """A run stored with its curve and trusted logits: ``(rows, ids, logits)``; else ``None``."""
+    mine = rows[rows["config_id"] == cid]
+    if mine.empty or not mine["metric"].str.contains("[round=", regex=False).any():
+        return None
+    loaded = load_logits(logits_file, cid, rows_fingerprint(mine))
+    return None if loaded is None else (mine.reset_index(drop=True), *loaded)
+
+
+def bias_study(runs: Sequence[tuple[str, ExperimentConfig]], store: str | os.PathLike[str] | None = None,
+               progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run the study of :func:`plan`: ``(table, curves)``.
 
     ``table``: one row per method run (and one ``noise floor`` row per reference): dataset, partition,
     clients, seed, method label, test accuracy (%), local bias of logits and of probabilities against the
     reference of the same dataset, partition, K and seed. ``curves``: test accuracy (%) per epoch.
+
+    ``store`` (the notebook's ``results.csv``; ``None`` keeps everything in memory): each run is computed
+    only when the store lacks its rows (with the curve) or its logits file (:func:`logits_path`) is missing
+    or not trusted (:func:`load_logits`); a computed run's logits are written first, then its rows
+    (:func:`fglcore.results.rows_from_result` with ``curve=True``) with its run id, seconds and provenance,
+    as :func:`fglcore.experiment.sweep` stores a run. An interrupted study loses only the run in progress.
+    Both ways give the same frames: the table and curves are read from the runs' result rows.
     """
     from tqdm.auto import tqdm
 
+    from fglcore import runtime
+    from fglcore.experiment import as_config
     from fglcore.metrics import local_bias
+    from fglcore.provenance import run_record
+    from fglcore.results import ResultStore, config_id, curve_values, rows_from_result, run_id
 
-    outputs: dict[tuple, tuple[str, Any, torch.Tensor, torch.Tensor]] = {}
+    runs = [(kind, as_config(config)) for kind, config in runs]  # every configuration valid before any runs
+    results = ResultStore(store) if store is not None else None
+    stored_rows = results.read() if results is not None else None
+    outputs: dict[tuple, tuple[pd.DataFrame, torch.Tensor, torch.Tensor]] = {}
     for kind, config in tqdm(runs, disable=not progress, desc="local bias"):
         partition = config.setting.split("partition=")[1]
         seed = config.seed - 1000 if kind == "floor" else config.seed
-        key = (config.dataset, partition, config.num_clients, seed)
-        result, ids, logits = run_with_logits(config)
-        outputs[key + (kind,)] = (kind, result, ids, logits)
+        key = (config.dataset, partition, config.num_clients, seed, kind)
+        cid = config_id(config)
+        found = None
+        if results is not None:
+            found = _stored_run(logits_path(store, config), cid, stored_rows)
+        if found is None:
+            start = time.perf_counter()
+            result, ids, logits = run_with_logits(config)
+            seconds = round(time.perf_counter() - start, 2)
+            rows = pd.DataFrame(rows_from_result(config, result, curve=True))
+            if results is not None:
+                save_logits(logits_path(store, config), cid, rows_fingerprint(rows), ids, logits)
+                results.append(rows.to_dict("records"), run_id=run_id(config), seconds=seconds,
+                               provenance=run_record(runtime.get_device(config.device)))
+            found = (rows, ids, logits.detach().cpu().to(torch.float32))
+        outputs[key] = found
     table, curves = [], []
-    for (dataset, partition, k, seed, kind), (_, result, ids, logits) in outputs.items():
+    for (dataset, partition, k, seed, kind), (rows, ids, logits) in outputs.items():
         if kind == "reference":
             continue
-        ref_ids, ref = outputs[(dataset, partition, k, seed, "reference")][2:]
+        _, ref_ids, ref = outputs[(dataset, partition, k, seed, "reference")]
         if not torch.equal(ids, ref_ids):
             raise RuntimeError("local bias: the run and its reference scored different test nodes")
         label = "noise floor (central GCN, other seed)" if kind == "floor" else ROWS[kind].label
+        values = dict(zip(rows["metric"], rows["value"]))
         table.append({"dataset": dataset, "partition": partition, "clients": k, "seed": seed, "method": label,
-                      "accuracy": 100 * result.metrics["test_accuracy"],
+                      "accuracy": float(values["accuracy"]),
                       "local bias (logits)": local_bias(logits, ref, "logits"),
                       "local bias (probabilities)": local_bias(logits, ref, "probabilities")})
-        for h in result.history:
-            if "test_accuracy" in h:
-                curves.append({"dataset": dataset, "partition": partition, "clients": k, "seed": seed,
-                               "method": label, "epoch": int(h["round"]), "accuracy": 100 * h["test_accuracy"]})
+        curve = curve_values(rows)
+        for epoch, accuracy in zip(curve["round"], curve["value"]):
+            curves.append({"dataset": dataset, "partition": partition, "clients": k, "seed": seed,
+                           "method": label, "epoch": int(epoch), "accuracy": float(accuracy)})
     return pd.DataFrame(table), pd.DataFrame(curves)
 
 
@@ -216,5 +327,6 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-__all__ = ["edge_share_table", "run_with_logits", "bias_config", "plan", "bias_study", "summary",
-           "PAPER_DATASETS", "BIAS_ROWS", "PARTITIONS", "EDGE_SHARE_CLIENTS", "PAPER_EDGE_SHARE"]
+__all__ = ["edge_share_table", "run_with_logits", "bias_config", "plan", "bias_study", "summary", "logits_path",
+           "save_logits", "load_logits", "rows_fingerprint", "PAPER_DATASETS", "BIAS_ROWS", "PARTITIONS",
+           "EDGE_SHARE_CLIENTS", "PAPER_EDGE_SHARE", "LOGITS_FOLDER"]
