@@ -106,6 +106,78 @@ def test_local_bias_study_runs_and_aligns_every_method_with_its_reference():
         lm.run_with_logits(lt.lr_search_configs(["fedavg"], ["Cora"], [0], [0.01], rounds=1)[0])
 
 
+def test_local_bias_study_stores_each_run_and_computes_only_what_is_missing(tmp_path, monkeypatch):
+    from fglcore.results import ResultStore, config_id, curve_values, run_id
+
+    plan = lm.plan(["Cora"], [4], ["Cora"], [4], ["fedavg"], ["normal"], 4, [0], 2, 0.01)
+    runs = plan["runs"]
+    by_kind = {kind: config for kind, config in runs}
+    table, curves = lm.bias_study(runs)  # in memory, nothing stored
+    store = tmp_path / "results.csv"
+    computed = []
+    real = lm.run_with_logits
+
+    def counted(config):
+        computed.append(config_id(config))
+        return real(config)
+
+    monkeypatch.setattr(lm, "run_with_logits", counted)
+
+    def study():
+        computed.clear()
+        out = lm.bias_study(runs, store)
+        pd.testing.assert_frame_equal(out[0], table, check_exact=True)  # the same numbers as in memory
+        pd.testing.assert_frame_equal(out[1], curves, check_exact=True)
+        return sorted(computed)
+
+    everything = sorted(config_id(c) for _, c in runs)
+    assert study() == everything
+    rows = ResultStore(store).read()
+    assert set(rows["config_id"]) == set(everything) and set(rows["table"]) == {"motivation"}
+    assert len(curve_values(rows)) == 2 * len(runs)  # the per-epoch curve of every run
+    index = ResultStore(store).run_log().set_index("config_id")
+    assert all(index.loc[config_id(c), "run_id"] == run_id(c) for _, c in runs) and index["seconds"].notna().all()
+    files = {kind: lm.logits_path(store, config) for kind, config in runs}
+    assert all(f.parent == tmp_path / lm.LOGITS_FOLDER and f.is_file() for f in files.values())
+    assert study() == []  # a second call computes nothing
+
+    files["fedavg"].unlink()
+    assert study() == [config_id(by_kind["fedavg"])]  # a lost logits file: only that run again
+    whole = files["reference"].read_bytes()
+    files["reference"].write_bytes(whole[: len(whole) // 2])  # partly written: not trusted
+    assert study() == [config_id(by_kind["reference"])]
+    files["floor"].write_bytes(files["fedavg"].read_bytes())  # another run's logits under this name
+    assert study() == [config_id(by_kind["floor"])]
+    stale = ResultStore(store).read()
+    stale = stale[stale["config_id"] == config_id(by_kind["fedavg"])]
+    ResultStore(store).append(stale.assign(value=stale["value"] + 1).to_dict("records"))  # stored again since
+    assert study() == [config_id(by_kind["fedavg"])]
+    assert study() == []
+
+
+def test_an_interrupted_local_bias_study_keeps_its_finished_runs(tmp_path, monkeypatch):
+    from fglcore.results import ResultStore, config_id
+
+    plan = lm.plan(["Cora"], [4], ["Cora"], [4], ["fedavg"], ["normal"], 4, [0], 1, 0.01)
+    store, real, computed = tmp_path / "results.csv", lm.run_with_logits, []
+
+    def interrupted(config):
+        if computed:
+            raise KeyboardInterrupt
+        computed.append(config_id(config))
+        return real(config)
+
+    monkeypatch.setattr(lm, "run_with_logits", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        lm.bias_study(plan["runs"], store)
+    first = config_id(plan["runs"][0][1])
+    assert computed == [first] and ResultStore(store).done_ids() == {first}
+    monkeypatch.setattr(lm, "run_with_logits", lambda config: (computed.append(config_id(config)), real(config))[1])
+    computed.clear()
+    table, _ = lm.bias_study(plan["runs"], store)
+    assert sorted(computed) == sorted(config_id(c) for _, c in plan["runs"][1:]) and len(table) == 2
+
+
 def test_the_step_length_plan_keeps_the_nodes_per_epoch():
     configs = la.step_configs("Cora", [1, 4], 0.4, 2, 8, 0, 0.01)
     assert [c.rounds for c in configs] == [2, 8]
