@@ -123,6 +123,13 @@ display(fig)
 # centralised GCN with the same seed is the reference; with another seed
 # it gives the noise floor. A row whose algorithm is not registered would be
 # listed here, not run.
+#
+# Each finished run is stored at once, as the sweeps of the other notebooks
+# store theirs: its accuracy and per-epoch curve go to `results.csv` (table
+# `motivation`), its test logits to `.logits/<config_id>.pt` beside it. A
+# re-execution reads them back and computes only the runs that are missing
+# (or whose logits file is missing or damaged), so an interrupted study
+# resumes where it stopped.
 
 # %%
 print("not implemented yet:", ", ".join(mv.ROWS[r].label for r in plan["not_implemented"]) or "none")
@@ -130,7 +137,7 @@ print(f"{len(plan['runs'])} runs on {', '.join(plan['bias_ready'])}: "
       f"{sum(kind not in ('reference', 'floor') for kind, _ in plan['runs'])} FGL runs, "
       f"{sum(kind == 'reference' for kind, _ in plan['runs'])} references, "
       f"{sum(kind == 'floor' for kind, _ in plan['runs'])} noise-floor runs")
-table, curves = mv.bias_study(plan["runs"], progress=progress)
+table, curves = mv.bias_study(plan["runs"], out / "results.csv", progress=progress)
 table.to_csv(out / "1_local_bias.csv", index=False)
 curves.to_csv(out / "1_curves.csv", index=False)
 
