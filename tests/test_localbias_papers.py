@@ -156,6 +156,7 @@ def test_local_bias_study_stores_each_run_and_computes_only_what_is_missing(tmp_
 
 
 def test_an_interrupted_local_bias_study_keeps_its_finished_runs(tmp_path, monkeypatch):
+    from fglcore.experiment import SweepStopped, request_stop, withdraw_stop
     from fglcore.results import ResultStore, config_id
 
     plan = lm.plan(["Cora"], [4], ["Cora"], [4], ["fedavg"], ["normal"], 4, [0], 1, 0.01)
@@ -174,6 +175,10 @@ def test_an_interrupted_local_bias_study_keeps_its_finished_runs(tmp_path, monke
     assert computed == [first] and ResultStore(store).done_ids() == {first}
     monkeypatch.setattr(lm, "run_with_logits", lambda config: (computed.append(config_id(config)), real(config))[1])
     computed.clear()
+    request_stop(tmp_path)  # fgl stop: nothing more is computed
+    with pytest.raises(SweepStopped, match="stopped before"):
+        lm.bias_study(plan["runs"], store)
+    assert computed == [] and withdraw_stop(tmp_path)
     table, _ = lm.bias_study(plan["runs"], store)
     assert sorted(computed) == sorted(config_id(c) for _, c in plan["runs"][1:]) and len(table) == 2
 

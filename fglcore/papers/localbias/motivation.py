@@ -257,13 +257,15 @@ def bias_study(runs: Sequence[tuple[str, ExperimentConfig]], store: str | os.Pat
     only when the store lacks its rows (with the curve) or its logits file (:func:`logits_path`) is missing
     or not trusted (:func:`load_logits`); a computed run's logits are written first, then its rows
     (:func:`fglcore.results.rows_from_result` with ``curve=True``) with its run id, seconds and provenance,
-    as :func:`fglcore.experiment.sweep` stores a run. An interrupted study loses only the run in progress.
+    as :func:`fglcore.experiment.sweep` stores a run. An interrupted study loses only the run in progress;
+    a stop request (:func:`fglcore.experiment.request_stop`, ``fgl stop``) ends it before its next computed
+    run with :class:`~fglcore.experiment.SweepStopped`.
     Both ways give the same frames: the table and curves are read from the runs' result rows.
     """
     from tqdm.auto import tqdm
 
     from fglcore import runtime
-    from fglcore.experiment import as_config
+    from fglcore.experiment import STOP_FILE, SweepStopped, as_config
     from fglcore.metrics import local_bias
     from fglcore.provenance import run_record
     from fglcore.results import ResultStore, config_id, curve_values, rows_from_result, run_id
@@ -281,6 +283,11 @@ def bias_study(runs: Sequence[tuple[str, ExperimentConfig]], store: str | os.Pat
         if results is not None:
             found = _stored_run(logits_path(store, config), cid, stored_rows)
         if found is None:
+            if results is not None and (results.path.parent / STOP_FILE).exists():
+                raise SweepStopped(f"local bias: stopped before {kind} {config.dataset} {partition} "
+                                   f"K={config.num_clients} seed={config.seed}, as {results.path.parent / STOP_FILE} "
+                                   "asks; every finished run is stored. Delete the file (fgl run does) and run "
+                                   "again to resume.")
             start = time.perf_counter()
             result, ids, logits = run_with_logits(config)
             seconds = round(time.perf_counter() - start, 2)
