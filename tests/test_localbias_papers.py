@@ -155,6 +155,17 @@ def test_local_bias_study_stores_each_run_and_computes_only_what_is_missing(tmp_
     assert study() == []
 
 
+def test_local_bias_logits_live_beside_the_real_store_when_fgl_links_it(tmp_path):
+    """fgl run gives the kernel a link to the real results.csv in a staging folder that is removed afterwards."""
+    (config,) = [c for kind, c in lm.plan(["Cora"], [4], ["Cora"], [4], ["fedavg"], ["normal"], 4, [0], 1,
+                                          0.01)["runs"] if kind == "fedavg"]
+    real, staging = tmp_path / "out" / "results.csv", tmp_path / ".staging" / "results.csv"
+    real.parent.mkdir()
+    staging.parent.mkdir()
+    staging.symlink_to(real)
+    assert lm.logits_path(staging, config).parent == real.parent / lm.LOGITS_FOLDER
+
+
 def test_an_interrupted_local_bias_study_keeps_its_finished_runs(tmp_path, monkeypatch):
     from fglcore.experiment import SweepStopped, request_stop, withdraw_stop
     from fglcore.results import ResultStore, config_id
