@@ -194,6 +194,33 @@ def test_an_interrupted_local_bias_study_keeps_its_finished_runs(tmp_path, monke
     assert sorted(computed) == sorted(config_id(c) for _, c in plan["runs"][1:]) and len(table) == 2
 
 
+def test_local_bias_study_leaves_a_run_claimed_by_another_worker_until_it_is_free(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    from fglcore import experiment
+    from fglcore.claims import CLAIM_FOLDER, RunClaims
+    from fglcore.results import config_id, run_id
+
+    runs = lm.plan(["Cora"], [4], ["Cora"], [4], ["fedavg"], ["normal"], 4, [0], 1, 0.01)["runs"]
+    claimed = runs[0][1]
+    monkeypatch.setattr(experiment, "CLAIM_POLL_SECONDS", 0.05)
+    computed, real, done = [], lm.run_with_logits, {}
+    monkeypatch.setattr(lm, "run_with_logits", lambda config: (computed.append(config_id(config)), real(config))[1])
+    other = RunClaims(tmp_path / CLAIM_FOLDER)  # another worker computing the first run
+    assert other.acquire(run_id(claimed))
+    worker = threading.Thread(target=lambda: done.update(out=lm.bias_study(runs, tmp_path / "results.csv")))
+    worker.start()
+    deadline = time.monotonic() + 120
+    while len(computed) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    assert computed == [config_id(c) for _, c in runs[1:]] and worker.is_alive()  # skipped, then waiting
+    other.release(run_id(claimed))  # that worker died without storing it: this one computes it
+    worker.join(120)
+    assert computed[-1] == config_id(claimed) and len(done["out"][0]) == 2
+
+
 def test_the_step_length_plan_keeps_the_nodes_per_epoch():
     configs = la.step_configs("Cora", [1, 4], 0.4, 2, 8, 0, 0.01)
     assert [c.rounds for c in configs] == [2, 8]

@@ -259,45 +259,72 @@ def bias_study(runs: Sequence[tuple[str, ExperimentConfig]], store: str | os.Pat
     (:func:`fglcore.results.rows_from_result` with ``curve=True``) with its run id, seconds and provenance,
     as :func:`fglcore.experiment.sweep` stores a run. An interrupted study loses only the run in progress;
     a stop request (:func:`fglcore.experiment.request_stop`, ``fgl stop``) ends it before its next computed
-    run with :class:`~fglcore.experiment.SweepStopped`.
+    run with :class:`~fglcore.experiment.SweepStopped`. Several processes may run the study over one store
+    (``fgl run --workers``): as a sweep, each claims a run before computing it (:mod:`fglcore.claims`),
+    skips runs others have claimed and then waits for them, so every process returns the same frames.
     Both ways give the same frames: the table and curves are read from the runs' result rows.
     """
     from tqdm.auto import tqdm
 
-    from fglcore import runtime
-    from fglcore.experiment import STOP_FILE, SweepStopped, as_config
+    from fglcore import experiment, runtime
+    from fglcore.claims import CLAIM_FOLDER, RunClaims
     from fglcore.metrics import local_bias
     from fglcore.provenance import run_record
     from fglcore.results import ResultStore, config_id, curve_values, rows_from_result, run_id
 
-    runs = [(kind, as_config(config)) for kind, config in runs]  # every configuration valid before any runs
-    results = ResultStore(store) if store is not None else None
-    stored_rows = results.read() if results is not None else None
+    runs = [(kind, experiment.as_config(config)) for kind, config in runs]  # all valid before any runs
+    keys = [(config.dataset, config.setting.split("partition=")[1], config.num_clients,
+             config.seed - 1000 if kind == "floor" else config.seed, kind) for kind, config in runs]
     outputs: dict[tuple, tuple[pd.DataFrame, torch.Tensor, torch.Tensor]] = {}
-    for kind, config in tqdm(runs, disable=not progress, desc="local bias"):
-        partition = config.setting.split("partition=")[1]
-        seed = config.seed - 1000 if kind == "floor" else config.seed
-        key = (config.dataset, partition, config.num_clients, seed, kind)
-        cid = config_id(config)
-        found = None
-        if results is not None:
-            found = _stored_run(logits_path(store, config), cid, stored_rows)
-        if found is None:
-            if results is not None and (results.path.parent / STOP_FILE).exists():
-                raise SweepStopped(f"local bias: stopped before {kind} {config.dataset} {partition} "
-                                   f"K={config.num_clients} seed={config.seed}, as {results.path.parent / STOP_FILE} "
-                                   "asks; every finished run is stored. Delete the file (fgl run does) and run "
-                                   "again to resume.")
-            start = time.perf_counter()
-            result, ids, logits = run_with_logits(config)
-            seconds = round(time.perf_counter() - start, 2)
-            rows = pd.DataFrame(rows_from_result(config, result, curve=True))
-            if results is not None:
-                save_logits(logits_path(store, config), cid, rows_fingerprint(rows), ids, logits)
-                results.append(rows.to_dict("records"), run_id=run_id(config), seconds=seconds,
-                               provenance=run_record(runtime.get_device(config.device)))
-            found = (rows, ids, logits.detach().cpu().to(torch.float32))
-        outputs[key] = found
+
+    def compute(config: ExperimentConfig) -> tuple[pd.DataFrame, torch.Tensor, torch.Tensor]:
+        start = time.perf_counter()
+        result, ids, logits = run_with_logits(config)
+        seconds = round(time.perf_counter() - start, 2)
+        rows = pd.DataFrame(rows_from_result(config, result, curve=True))
+        if store is not None:  # the logits first: rows in the store always had their logits written
+            save_logits(logits_path(store, config), config_id(config), rows_fingerprint(rows), ids, logits)
+            results.append(rows.to_dict("records"), run_id=run_id(config), seconds=seconds,
+                           provenance=run_record(runtime.get_device(config.device)))
+        return rows, ids, logits.detach().cpu().to(torch.float32)
+
+    if store is None:
+        for key, (_, config) in tqdm(list(zip(keys, runs)), disable=not progress, desc="local bias"):
+            outputs[key] = compute(config)
+    else:
+        results = ResultStore(store)
+        stop = results.path.parent / experiment.STOP_FILE
+        waiting = list(zip(keys, runs))
+        with tqdm(total=len(waiting), disable=not progress, desc="local bias") as bar, \
+                RunClaims(results.path.parent / CLAIM_FOLDER) as claims:
+            stored = results.read()
+            while waiting:
+                left = []
+                for key, (kind, config) in waiting:
+                    found = _stored_run(logits_path(store, config), config_id(config), stored)
+                    if found is None:
+                        if stop.exists():
+                            raise experiment.SweepStopped(
+                                f"local bias: stopped before {kind} {' '.join(map(str, key[:4]))}, as {stop} asks; "
+                                "every finished run is stored. Delete the file (fgl run does) and run again to "
+                                "resume.")
+                        rid = run_id(config)
+                        if not claims.acquire(rid):  # another worker computes it: come back to it
+                            left.append((key, (kind, config)))
+                            continue
+                        found = _stored_run(logits_path(store, config), config_id(config), results.read())
+                        if found is None:  # not stored by another worker since the last look
+                            bar.set_postfix_str(f"{kind} {' '.join(map(str, key[:4]))}")
+                            found = compute(config)
+                        claims.release(rid, stored=True)
+                    outputs[key] = found
+                    bar.update()
+                if left:
+                    bar.set_postfix_str(f"waiting for {len(left)} run(s) of other workers")
+                    time.sleep(experiment.CLAIM_POLL_SECONDS)
+                    stored = results.read()
+                waiting = left
+    outputs = {key: outputs[key] for key in keys}  # in the order of ``runs``
     table, curves = [], []
     for (dataset, partition, k, seed, kind), (rows, ids, logits) in outputs.items():
         if kind == "reference":
