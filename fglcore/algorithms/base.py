@@ -205,8 +205,8 @@ class Algorithm:
     def make_client_model(self, cid: int, in_channels: int, out_channels: int, *, cached: bool | None = None
                           ) -> nn.Module:
         """Client ``cid``'s own entry of a model list (``config.model = "hetero"``), freshly initialised from the
-        global torch RNG, with ``config.dropout``; node models cache their graph unless ``cached=False``.
-        For one model, :meth:`make_model`."""
+        global torch RNG, with ``config.dropout``; node entries cache their graph unless ``cached=False``.
+        For one model (not a list), :meth:`make_model` (``cached`` is then not consulted)."""
         if not MODELS.get(self.config.model).is_list:
             return self.make_model(in_channels, out_channels)
         return build_client_model(self.config.model, cid, in_channels, out_channels, dropout=self.config.dropout,
