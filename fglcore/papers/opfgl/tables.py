@@ -51,6 +51,9 @@ aggregate parameters); a method runs when it accepts a model list
 ``heterogeneous models not supported``: FedTAD's server averages the client
 models and DENSE's and Co-Boost's distil into one student every client
 downloads, and the paper does not say how it ran them with ten architectures.
+O-pFGL runs the dataset's and partition's command as in Table 1/6
+(``run_main.sh`` publishes no ``--method hete`` command; reading: the
+same command with the model list), the baselines their one-round protocol.
 
 Tables 9 and 10 give the multi-round baselines ``multi_rounds`` rounds (100
 in the paper; setting ``"rounds=100"``) of E = 5 local epochs with the round
