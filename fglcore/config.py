@@ -46,6 +46,13 @@ class ExperimentConfig:
     names, types and ranges; only algorithms that build ``model`` through
     :meth:`fglcore.algorithms.base.Algorithm.make_model` accept them
     (:attr:`~fglcore.algorithms.base.Algorithm.honours_model_options`).
+    ``model`` may name a model list (``"hetero"``,
+    :mod:`fglcore.models.model_lists`): one architecture per client, each
+    with its own width, depth and options (``hidden``, ``num_layers`` and
+    ``model_options`` are then not used; ``num_clients`` must equal the
+    list's length), accepted only by algorithms that never combine
+    parameters across clients
+    (:attr:`~fglcore.algorithms.base.Algorithm.heterogeneous_models`).
     """
 
     # what the rows are tagged with
@@ -64,7 +71,7 @@ class ExperimentConfig:
     # algorithm and model
     algorithm: str = "fedavg"
     algorithm_options: dict = field(default_factory=dict)
-    model: str = "gcn"
+    model: str = "gcn"  # a registered model, or a per-client model list such as "hetero"
     model_options: dict = field(default_factory=dict)  # the model's own options, e.g. {"K": 2} (decoupled_gcn)
     hidden: int = _bounded(64, POSITIVE)
     num_layers: int = _bounded(2, POSITIVE)
@@ -130,8 +137,21 @@ class ExperimentConfig:
         for key, registry in (("algorithm", ALGORITHMS), ("partition", PARTITIONERS), ("split", SPLITS),
                               ("model", MODELS)):
             check_choice(key, getattr(self, key), registry.names())
-        if self.model_options:
-            MODELS.get(self.model).check_options(task, self.model_options, prefix="model_options")
+        spec = MODELS.get(self.model)
+        if spec.is_list:
+            n = len(spec.clients)
+            if task not in spec.tasks:
+                raise ConfigError(f"model: model list {self.model!r} holds node models, but dataset {self.dataset!r} "
+                                  f"is a {task} task")
+            if self.model_options:
+                raise ConfigError(f"model_options: model list {self.model!r} gives each client its own model and "
+                                  f"options ({spec.describe_clients()}); leave model_options empty, got "
+                                  f"{self.model_options!r}")
+            if self.num_clients != n:
+                raise ConfigError(f"num_clients: model list {self.model!r} holds {n} client models "
+                                  f"({spec.describe_clients()}); set num_clients to {n}, got {self.num_clients}")
+        elif self.model_options:
+            spec.check_options(task, self.model_options, prefix="model_options")
         algorithm = ALGORITHMS.get(self.algorithm)
         if task not in algorithm.tasks:
             raise ConfigError(

@@ -112,3 +112,30 @@ def test_the_ablation_plan_runs_focal_fine_tuning_and_the_link_predictor_variant
     for settings in ot.ABLATION_SETTINGS.values():
         for changes in settings.values():
             Opfgl.check_options(changes)  # every variant is a valid option set
+
+
+def test_tables_3_and_11_give_every_client_its_own_model_and_name_what_cannot_run():
+    p = plan(tables=["3", "11"], datasets=["Cora", "CiteSeer", "ogbn-arxiv"])
+    for table, partition in (("3", "louvain_plus"), ("11", "metis_plus")):
+        configs = p["configs"][table]
+        assert {c.algorithm for c in configs} == {"local", "fedspray", "opfgl"}
+        assert {c.dataset for c in configs} == {"Cora", "CiteSeer"}
+        assert len(configs) == 3 * 2 * 2  # methods x datasets x seeds
+        for c in configs:
+            assert (c.model, c.num_clients, c.partition, c.table) == ("hetero", 10, partition, table)
+    status = p["status"].set_index(["table", "dataset", "method"])["why"]
+    for method in ("fedtad", "dense", "coboost"):
+        assert status[("3", "Cora", method)] == "heterogeneous models not supported"
+    assert status[("11", "CiteSeer", "opfgl")] == "runs"
+    assert status[("3", "ogbn-arxiv", "local")].startswith("data not available")
+
+
+def test_tables_3_and_11_rows_are_the_papers():
+    from fglcore.compare import load_paper
+
+    rows = [e for e in load_paper("opfgl")["results"] if e["table"] in ("3", "11")]
+    assert {e["method"] for e in rows} == set(ot.HETERO_METHODS)
+    assert {e["model"] for e in rows} == {"hetero"}
+    keys = {(e["table"], e["dataset"], e["partition"], e["num_clients"], e["model"], e["method"]) for e in rows}
+    for c in [c for cs in plan(tables=["3", "11"], datasets=["Cora", "CiteSeer"])["configs"].values() for c in cs]:
+        assert (c.table, c.dataset, c.partition, c.num_clients, c.model, c.algorithm) in keys, c

@@ -32,7 +32,7 @@ from fglcore.fl.checkpoint import RoundCheckpoint
 from fglcore.fl.engine import Client, Payload, RunResult, Server, run_rounds
 from fglcore.fl.secure import SecureAggregator
 from fglcore.metrics import Prediction
-from fglcore.models import build_model
+from fglcore.models import MODELS, build_client_model, build_model
 from fglcore.registry import Registry
 from fglcore.runtime import set_seed
 
@@ -76,6 +76,14 @@ class Algorithm:
     come from :meth:`make_model` (not overridden). Not inherited (a subclass that builds its models in
     another way must not accept them silently): each class declares it itself, see :meth:`uses_model_options`;
     any other algorithm rejects non-empty options."""
+    heterogeneous_models: ClassVar[bool] = False
+    """Whether each client may train its own architecture (``config.model`` a model list such as ``"hetero"``,
+    :mod:`fglcore.models.model_lists`): declared ``True`` by an algorithm that never combines parameters across
+    clients and builds its client models through :meth:`init_models` / :meth:`make_client_model`. Not inherited
+    (a subclass may aggregate): each class declares it itself, see :meth:`accepts_model_lists`."""
+    heterogeneous_models_unsupported: ClassVar[str] = ("it combines model parameters across clients, which "
+                                                       "needs one architecture on every client")
+    """Why the algorithm refuses a model list (the :class:`~fglcore.config.ConfigError` says it)."""
 
     @classmethod
     def check_config(cls, config: ExperimentConfig) -> None:
@@ -86,7 +94,14 @@ class Algorithm:
             raise ConfigError(f"model_options: {cls.name} does not pass model_options to its models "
                               f"({config.model_options!r}); leave them empty, or use an algorithm that does: "
                               f"{', '.join(accepted)}")
-        if cls.models is not None and config.model not in cls.models:
+        spec = MODELS.get(config.model)
+        if spec.is_list and not cls.accepts_model_lists():
+            accepted = [n for n in ALGORITHMS.names() if ALGORITHMS.get(n).accepts_model_lists()]
+            raise ConfigError(f"model: {config.model!r} gives each of its {len(spec.clients)} clients its own "
+                              f"architecture ({spec.describe_clients()}); {cls.name} cannot train it: "
+                              f"{cls.heterogeneous_models_unsupported}. Use one model (e.g. 'gcn'), or an "
+                              f"algorithm that accepts a model list: {', '.join(accepted)}")
+        if cls.models is not None and not spec.is_list and config.model not in cls.models:
             raise ConfigError(f"model: {config.model!r} is not accepted by {cls.name}; accepted: "
                               f"{', '.join(cls.models)}")
         if config.secure_aggregation and cls.secure_aggregation_unsupported:
@@ -94,6 +109,11 @@ class Algorithm:
                 f"secure_aggregation: not supported by {cls.name} -- {cls.secure_aggregation_unsupported}; "
                 "set secure_aggregation to false"
             )
+
+    @classmethod
+    def accepts_model_lists(cls) -> bool:
+        """Whether ``config.model`` may be a per-client model list (:attr:`heterogeneous_models`)."""
+        return bool(cls.__dict__.get("heterogeneous_models", False))
 
     @classmethod
     def uses_model_options(cls) -> bool:
@@ -182,16 +202,31 @@ class Algorithm:
             **c.model_options,
         )
 
-    def init_models(self) -> tuple[nn.Module, list[nn.Module]]:
+    def make_client_model(self, cid: int, in_channels: int, out_channels: int, *, cached: bool | None = None
+                          ) -> nn.Module:
+        """Client ``cid``'s own entry of a model list (``config.model = "hetero"``), freshly initialised from the
+        global torch RNG, with ``config.dropout``; node entries cache their graph unless ``cached=False``.
+        For one model (not a list), :meth:`make_model` (``cached`` is then not consulted)."""
+        if not MODELS.get(self.config.model).is_list:
+            return self.make_model(in_channels, out_channels)
+        return build_client_model(self.config.model, cid, in_channels, out_channels, dropout=self.config.dropout,
+                                  task=self.task, cached=self.task == "node" if cached is None else cached)
+
+    def init_models(self) -> tuple[nn.Module | None, list[nn.Module]]:
         """The global model seeded by ``config.seed`` and one client model per client started from it.
 
         Clients whose widths equal the first client's get an exact copy of
         the global model. Others (a multi-dataset graph federation) get their
         own input and output layers and copy every parameter and buffer whose
         name and shape agree with the global model (e.g. the GIN convolutions).
+        Under a model list (:attr:`heterogeneous_models`) there is no global
+        model (``None``): after seeding, client 0's model is drawn first, then
+        client 1's, and so on (:meth:`make_client_model`).
         """
         set_seed(self.config.seed)
         dims = self.client_dims()
+        if MODELS.get(self.config.model).is_list:
+            return None, [self.make_client_model(cid, *d) for cid, d in enumerate(dims)]
         reference = self.make_model(*dims[0])
         reference_state = reference.state_dict()
         models = []

@@ -274,6 +274,10 @@ class EnsembleDistillation(FedAvgFT):
     server_class: ClassVar[type[DistillationServer]] = DistillationServer
     secure_aggregation_unsupported = ("the server distils the ensemble of the individual client models, so it "
                                       "must see each one")
+    heterogeneous_models_unsupported = (
+        "its server distils the ensemble into one student that every client downloads and fine-tunes, so every "
+        "client would end with the student's architecture, not its own; O-pFGL's paper (Tables 3/11) does not "
+        "say which student it used or how the clients kept their own models")
     default_options: ClassVar[dict[str, Any]] = {
         **{k: v for k, v in FedAvgFT.default_options.items() if k != "share"}, **SHARED_DEFAULTS}
     option_choices: ClassVar[dict[str, tuple[str, ...]]] = {"student_init": STUDENT_INITS}

@@ -3,7 +3,8 @@
 Fu, Chen, Zhang, Chen and Li, "Federated Graph Learning with Structure Proxy
 Alignment", KDD 2024 (Algorithm 1). Each client keeps a **personalized GNN**
 :math:`f(\\theta^{(k)})` (``config.model``; the paper uses ``gcn``, ``sgc`` and
-``sage``, any node model works) that is never sent. All clients train one
+``sage``, any node model works; under a model list such as ``"hetero"``,
+O-pFGL's Tables 3/11, each client its own architecture) that is never sent. All clients train one
 global **feature-structure encoder** :math:`g(\\omega)`
 (:class:`~fglcore.models.fedspray.FeatureStructureEncoder`: embedding :math:`g_e`, classifier
 :math:`g_p`, projector :math:`g_q`, one linear layer each) and global
@@ -458,6 +459,7 @@ class FedSpray(Algorithm):
         "encoder_init": ENCODER_INITS,
     }
     citation = "Fu et al., Federated Graph Learning with Structure Proxy Alignment, KDD 2024"
+    heterogeneous_models = True  # the GNN is never sent; only the encoder and the proxies are shared
     secure_aggregation_unsupported = (
         "its server aligns each class proxy with per-client class ratios (Eq. 15), "
         "which a masked sum of whole payloads cannot carry"

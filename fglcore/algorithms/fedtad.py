@@ -302,6 +302,10 @@ class FedTAD(OneShotProtocol, FedAvg):
     secure_aggregation_unsupported = ("the server distils from every client's own model, weighted by that client's "
                                       "class reliability, so it needs the individual uploads")
     one_shot_optional = True
+    heterogeneous_models_unsupported = (
+        "its server averages the client models (FedAvg) and distils the ensemble into that average, which every "
+        "client downloads; ten architectures have no average, and O-pFGL's paper (Tables 3/11) does not say how "
+        "it ran FedTAD with heterogeneous models")
     default_options: ClassVar[dict[str, Any]] = {
         "topology_embedding": "code", "walk_length": 5, "reliability_normalization": "clients",
         "topk": 5, "num_gen": 100, "noise_dim": 32, "gen_dropout": 0.0, "glb_epochs": 5, "it_g": 1, "it_d": 5,

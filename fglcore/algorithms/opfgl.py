@@ -104,9 +104,18 @@ nodes), ``"none"`` (report :math:`M_G`, the code's ``local_strategy=global``).
 Every client starts Stage 1 from the same initial model (homogeneous
 setting). ``config.model`` is ``gcn`` (the paper's backbone) or, for
 Tables 17/18, ``sgc``, ``sage`` or ``gat``: as in the authors' code, whose
-PyG models pass edge weights only to layers that take them, GCN and SGC
-propagate over the pseudo-graph's weighted edges and GraphSAGE and GAT over
-its edges unweighted (:func:`pseudo_graph_input`).
+PyG models pass edge weights only to layers that take them, GCN, SGC, SSGC
+and APPNP propagate over the pseudo-graph's weighted edges and GraphSAGE and
+GAT over its edges unweighted (:func:`pseudo_graph_input`).
+
+**Heterogeneous models** (App. A.3.7, Tables 3 and 11): ``config.model`` may
+be a model list (``"hetero"``, :mod:`fglcore.models.model_lists`; 10 clients,
+each its own architecture). Nothing but statistics and the pseudo-graph is
+exchanged, so nothing else changes: each client trains its own model in
+Stages 1 and 2. The authors' code (``--method hete``) re-initialises each
+client's model (``reset_parameters``) before Stage 1; here each client's
+model is drawn fresh when the run is built (client 0 first, after
+``set_seed(config.seed)``) and untouched until Stage 1, which is the same.
 
 **Evaluation** (A13): each client's test accuracy and macro-F1 over all
 ``C`` classes (a class absent from the test set and never predicted scores
@@ -143,7 +152,7 @@ from fglcore.fl.channel import Channel
 from fglcore.fl.engine import SERVER, Client, RunResult, Server, evaluate_clients, per_client_metrics
 from fglcore.fl.secure import SecureAggregator
 from fglcore.metrics import Prediction, accuracy
-from fglcore.models import build_model
+from fglcore.models import MODELS, build_model
 from fglcore.models.operators import GraphOperators, SparseOperator
 from fglcore.models.pge import PseudoGraphEdges
 from fglcore.models.pge_direct import FreePseudoAdjacency
@@ -154,7 +163,9 @@ STAGE2_MODES = ("adaptive", "ft", "ft_focal", "fixed", "none")
 PGE_MODES = ("mlp", "direct", "inner_product")
 FOCAL_ALPHAS = ("none", "balanced")
 THETA_STEPS, CYCLE = 10, 50  # A7: per block of 50 iterations, 10 link-predictor steps then 40 feature steps
-SUPPORTED_MODELS = ("gcn", "sgc", "sage", "gat")
+SUPPORTED_MODELS = ("gcn", "sgc", "sage", "gat", "ssgc", "appnp_mlp")
+WEIGHTED_ADJ_T_MODELS = ("sgc", "ssgc", "appnp_mlp")
+"""Models whose PyG layer (``SGConv``, ``SSGConv``, ``APPNP``) takes the pseudo-graph as a weighted sparse ``adj_t``."""
 
 CORA_LOUVAIN: dict[str, Any] = {
     "nodes_per_class": 1, "condense_iterations": 3000, "lr_feat": 5e-3, "lr_adj": 1e-3,
@@ -519,12 +530,13 @@ def pseudo_graph_operators(graph: PseudoGraph) -> GraphOperators:
 
 def pseudo_graph_input(graph: PseudoGraph, model: str) -> GraphOperators | Tensor:
     """What ``model`` propagates over on the pseudo-graph: GCN the weighted operator
-    (:func:`pseudo_graph_operators`), SGC the weighted adjacency (a sparse CSR ``adj_t``, row = target, which
-    ``SGConv`` normalises with the weights as ``gcn_norm``), GraphSAGE and GAT the ``edge_index`` of the edges
+    (:func:`pseudo_graph_operators`), SGC, SSGC and APPNP the weighted adjacency (a sparse CSR ``adj_t``,
+    row = target, which ``SGConv``, ``SSGConv`` and ``APPNP`` normalise with the weights as ``gcn_norm``; the
+    code passes them ``edge_weight``), GraphSAGE and GAT the ``edge_index`` of the edges
     kept (their layers take no edge weight; the authors' PyG ``GraphSAGE``/``GAT`` drop it likewise)."""
     if model == "gcn":
         return pseudo_graph_operators(graph)
-    if model == "sgc":
+    if model in WEIGHTED_ADJ_T_MODELS:
         n = graph.x.size(0)
         index = graph.edge_index
         return torch.sparse_coo_tensor(torch.stack([index[1], index[0]]), graph.edge_weight.float(), (n, n),
@@ -627,14 +639,16 @@ def balanced_class_weights(labels: Tensor, num_classes: int) -> Tensor:
 class OpfglClient(Client):
     """One O-pFGL client: local statistics before the upload, Stages 1 and 2 after the download.
 
-    ``num_samples`` is the number of local nodes (the metric weight, A13).
+    ``num_samples`` is the number of local nodes (the metric weight, A13). ``model_name`` (default
+    ``config.model``) is the registered name of ``model``: a client's entry under a model list.
     """
 
     def __init__(self, cid: int, data: Data, model: nn.Module, config: ExperimentConfig, device: torch.device,
-                 options: Mapping[str, Any], num_classes: int):
+                 options: Mapping[str, Any], num_classes: int, model_name: str | None = None):
         super().__init__(cid, int(data.num_nodes))
         self.options = dict(options)
         self.config = config
+        self.model_name = config.model if model_name is None else model_name  # the registered name of ``model``
         self.num_classes = num_classes
         self.num_features = int(data.x.size(1))
         self.trainer = NodeTrainer(model, data, config, device)
@@ -692,7 +706,7 @@ class OpfglClient(Client):
         o, model = self.options, self.model
         x = self.pseudo_graph.x.to(self.device)
         y = self.pseudo_graph.y.to(self.device)
-        ops = pseudo_graph_input(self.pseudo_graph, self.config.model)
+        ops = pseudo_graph_input(self.pseudo_graph, self.model_name)
         if isinstance(ops, Tensor):
             ops = ops.to(self.device)
         optimizer = torch.optim.Adam(model.parameters(), lr=o["stage1_lr"], weight_decay=self.config.weight_decay,
@@ -798,6 +812,7 @@ class Opfgl(Algorithm):
 
     name = "opfgl"
     tasks = ("node",)
+    heterogeneous_models = True  # App. A.3.7: no parameter is exchanged, each client trains its own model
     citation = "Yan et al., Towards Federated Graph Learning in One-shot Communication, arXiv 2411.11304"
     default_options: ClassVar[dict[str, Any]] = {
         # client statistics and HRE (Sec. 4.2)
@@ -869,21 +884,35 @@ class Opfgl(Algorithm):
         if config.rounds != 1:
             raise ConfigError(f"rounds: O-pFGL is one-shot (one upload, one download); set rounds to 1, "
                               f"got {config.rounds}")
-        if config.model not in SUPPORTED_MODELS:
-            raise ConfigError(f"model: O-pFGL trains on a weighted pseudo-graph; accepted: "
-                              f"{', '.join(SUPPORTED_MODELS)}, got {config.model!r}")
+        spec = MODELS.get(config.model)
+        names = [entry.model for entry in spec.clients] if spec.is_list else [config.model]
+        for name in names:
+            if name not in SUPPORTED_MODELS:
+                where = f" (a client model of the list {config.model!r})" if spec.is_list else ""
+                raise ConfigError(f"model: O-pFGL trains on a weighted pseudo-graph; accepted: "
+                                  f"{', '.join(SUPPORTED_MODELS)} or a model list of them, got {name!r}{where}")
         if config.num_clients < 2:
             raise ConfigError(f"num_clients: O-pFGL's secure aggregation needs at least 2 clients, "
                               f"got {config.num_clients}")
 
     def build(self, channel: Channel) -> tuple[OpfglServer, list[OpfglClient]]:
-        """The server and the clients; every client's model starts from the same initialisation."""
+        """The server and the clients; every client's model starts from the same initialisation, or, under a
+        model list, from its own architecture drawn in client order (:meth:`make_client_model`)."""
         set_seed(self.config.seed)
         c = self.config
-        reference = build_model(c.model, int(self.federation.num_features), c.hidden, self.num_classes,
-                                num_layers=c.num_layers, dropout=c.dropout, task="node", cached=False)
-        clients = [OpfglClient(cid, data, copy.deepcopy(reference), c, self.device, self.options, self.num_classes)
-                   for cid, data in enumerate(self.clients_data)]
+        features = int(self.federation.num_features)
+        spec = MODELS.get(c.model)
+        if spec.is_list:
+            models = [self.make_client_model(cid, features, self.num_classes, cached=False)
+                      for cid in range(len(self.clients_data))]
+            names = [entry.model for entry in spec.clients]
+        else:
+            reference = build_model(c.model, features, c.hidden, self.num_classes, num_layers=c.num_layers,
+                                    dropout=c.dropout, task="node", cached=False)
+            models = [copy.deepcopy(reference) for _ in self.clients_data]
+            names = [c.model] * len(self.clients_data)
+        clients = [OpfglClient(cid, data, model, c, self.device, self.options, self.num_classes, name)
+                   for cid, (data, model, name) in enumerate(zip(self.clients_data, models, names))]
         server = OpfglServer(int(self.federation.num_features), self.options, c.seed)
         return server, clients
 

@@ -11,7 +11,16 @@ name                      tasks           follows
 ``mlp``                   node, graph     node-wise MLP, ignores the graph
 ``1gnn``                  node            Morris et al., AAAI 2019 (1-GNN = GraphConv, sum aggregation)
 ``decoupled_gcn``         node            MLP then K propagation steps (FedStruct; APPNP if alpha > 0)
+``ssgc``                  node            Zhu & Koniusz, ICLR 2021 (SSGC features, O-pFGL's linear/BN head)
+``appnp_mlp``             node            APPNP on the features, O-pFGL's linear/BN head (its ``MyAPPNP``)
+``hetero``                node            a model list: O-pFGL's ten client models (Tables 3/11), as its code
+``hetero_paper``          node            a model list: the same, client 0 SSGC as the paper lists it
 ========================  ==============  ===========================================================
+
+A *model list* (``hetero``, :mod:`~fglcore.models.model_lists`) gives each
+client its own architecture: :func:`build_client_model` builds client
+``cid``'s entry, :meth:`ModelSpec.client_models` lists them, and
+:func:`build_model` refuses the list's name.
 
 Node models are called ``model(x, edge_index)``; graph models are a
 :class:`~fglcore.models.graph_classifier.GraphClassifier` around the named
@@ -39,6 +48,8 @@ file                       holds
 ``one_gnn.py``             :class:`~fglcore.models.one_gnn.OneGNN` (the local-bias paper's 1-GNN)
 ``propagation.py``         :class:`Propagation`
 ``decoupled_gcn.py``       :class:`DecoupledGCN`
+``ssgc.py``                :class:`~fglcore.models.ssgc.SSGC`
+``appnp_mlp.py``           :class:`~fglcore.models.appnp_mlp.APPNPMLP`
 ``graph_classifier.py``    :class:`GraphClassifier`
 ``stacked.py``             :class:`~fglcore.models.stacked.StackedGNN`, their ``BasicGNN`` base
 ``cached_graph.py``        :class:`~fglcore.models.cached_graph.CachedGraphGuard` (``cached=True``)
@@ -67,7 +78,8 @@ file                       holds
 =========================  =================================================================
 
 ``operators.py`` (CSR message passing), ``sparse_input.py`` (sparse first
-layers), ``dropout.py`` and ``utils.py`` hold no model.
+layers), ``model_lists.py`` (the per-client model lists), ``dropout.py`` and
+``utils.py`` hold no model.
 """
 from __future__ import annotations
 
@@ -82,6 +94,7 @@ from torch import nn
 
 from fglcore.checks import NON_NEGATIVE, POSITIVE, PROBABILITY, Bounds, check_choice, check_number
 from fglcore.config import ConfigError, check_type, check_unknown_keys
+from fglcore.models.appnp_mlp import APPNPMLP
 from fglcore.models.decoupled_gcn import DecoupledGCN
 from fglcore.models.gat import GAT, gat_conv
 from fglcore.models.gcn import GCN, gcn_conv
@@ -90,9 +103,11 @@ from fglcore.models.graph_classifier import POOLS, GraphClassifier
 from fglcore.models.linear import linear_conv
 from fglcore.models.one_gnn import OneGNN
 from fglcore.models.mlp import MLP
+from fglcore.models.model_lists import MODEL_LISTS, ClientModel
 from fglcore.models.propagation import NORMALIZATIONS, Propagation
 from fglcore.models.sage import GraphSAGE, sage_conv
 from fglcore.models.sgc import SGC
+from fglcore.models.ssgc import SSGC
 from fglcore.registry import Registry
 
 TASKS = ("node", "graph")
@@ -125,14 +140,31 @@ class ModelSpec:
     graph_conv: Callable[..., nn.Module] | None = None
     option_bounds: Mapping[str, Bounds] = field(default_factory=dict)
     option_choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    clients: tuple[ClientModel, ...] = ()
+    """A model list (:mod:`~fglcore.models.model_lists`): one architecture per client, no model of its own."""
 
     @property
     def tasks(self) -> tuple[str, ...]:
+        if self.clients:
+            return ("node",)
         return tuple(t for t, fn in zip(TASKS, (self.node_model, self.graph_conv)) if fn is not None)
+
+    @property
+    def is_list(self) -> bool:
+        """Whether this is a per-client model list (``config.model = "hetero"``)."""
+        return bool(self.clients)
+
+    def describe_clients(self) -> str:
+        """The list's entries in client order, e.g. ``0: sgc K=2, 1: gcn 2x64, ...``."""
+        return ", ".join(f"{cid}: {entry.describe()}" for cid, entry in enumerate(self.clients))
 
     def _factory(self, task: str) -> Callable[..., nn.Module]:
         if task not in TASKS:
             raise ConfigError(f"unknown task {task!r}; accepted: {', '.join(TASKS)}")
+        if self.clients:
+            raise ConfigError(
+                f"model {self.name!r} is a list of {len(self.clients)} client models ({self.describe_clients()}), "
+                f"not one model; build client cid's with build_client_model({self.name!r}, cid, ...)")
         factory = self.node_model if task == "node" else self.graph_conv
         if factory is None:
             raise ConfigError(
@@ -164,7 +196,7 @@ class ModelSpec:
         for key, value in options.items():
             if key in hints:
                 check_type(f"{prefix}.{key}", value, hints[key])
-            if key in self.option_bounds:
+            if key in self.option_bounds and value is not None:
                 integer = isinstance(accepted[key], int) and not isinstance(accepted[key], bool)
                 check_number(f"{prefix}.{key}", value, self.option_bounds[key], integer=integer)
             if key in self.option_choices:
@@ -222,6 +254,12 @@ for _spec in (
         option_bounds={"K": NON_NEGATIVE, "alpha": PROBABILITY},
         option_choices={"normalization": NORMALIZATIONS},
     ),
+    ModelSpec("ssgc", "Zhu & Koniusz, ICLR 2021; head of Yan et al., arXiv 2411.11304 (code)", SSGC, None,
+              option_bounds={"K": POSITIVE, "alpha": PROBABILITY}),
+    ModelSpec("appnp_mlp", "Klicpera et al., ICLR 2019 (APPNP on the features); head of Yan et al., "
+              "arXiv 2411.11304 (code's MyAPPNP)", APPNPMLP, None,
+              option_bounds={"K": NON_NEGATIVE, "alpha": PROBABILITY}),
+    *(ModelSpec(name, reference, clients=entries) for name, (entries, reference) in MODEL_LISTS.items()),
 ):
     MODELS.register(_spec.name, _spec)
 
@@ -233,6 +271,43 @@ def model_names(task: str | None = None) -> list[str]:
     if task not in TASKS:
         raise ConfigError(f"unknown task {task!r}; accepted: {', '.join(TASKS)}")
     return [name for name in MODELS.names() if task in MODELS.get(name).tasks]
+
+
+def build_client_model(
+    name: str,
+    cid: int,
+    in_channels: int,
+    out_channels: int,
+    *,
+    hidden_channels: int = 64,
+    num_layers: int = 2,
+    dropout: float = 0.5,
+    task: str = "node",
+    cached: bool = False,
+    seed: int | None = None,
+    **options: Any,
+) -> nn.Module:
+    """Client ``cid``'s freshly initialised model under ``name``.
+
+    For a model list (``"hetero"``, :mod:`~fglcore.models.model_lists`): entry
+    ``cid`` with its own width, depth and options (``hidden_channels``,
+    ``num_layers`` and ``options`` must then be left at their defaults or are
+    ignored: ``options`` must be empty); ``dropout``, ``task``, ``cached`` and
+    ``seed`` as for :func:`build_model`. For any other name:
+    :func:`build_model` with the given sizes (the same model for every client).
+    """
+    spec = MODELS.get(name)
+    if not spec.is_list:
+        return build_model(name, in_channels, hidden_channels, out_channels, num_layers=num_layers,
+                           dropout=dropout, task=task, cached=cached, seed=seed, **options)
+    if options:
+        raise ConfigError(f"model_options: model list {name!r} takes no options (each client model has its own: "
+                          f"{spec.describe_clients()}), got {options!r}")
+    if isinstance(cid, bool) or not isinstance(cid, int) or not 0 <= cid < len(spec.clients):
+        raise ConfigError(f"client id {cid!r} is not in model list {name!r}; accepted: 0 to {len(spec.clients) - 1}")
+    entry = spec.clients[cid]
+    return build_model(entry.model, in_channels, entry.hidden, out_channels, num_layers=entry.num_layers,
+                       dropout=dropout, task=task, cached=cached, seed=seed, **dict(entry.options))
 
 
 def build_model(
@@ -289,6 +364,10 @@ def build_model(
 __all__ = [
     "MODELS",
     "TASKS",
+    "APPNPMLP",
+    "ClientModel",
+    "SSGC",
+    "build_client_model",
     "DecoupledGCN",
     "GAT",
     "GCN",

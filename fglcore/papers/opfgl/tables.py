@@ -1,4 +1,4 @@
-"""O-pFGL's results tables: the grids of Tables 1, 5, 6, 8, 9, 10, 15, 16, 17 and 18, and their display.
+"""O-pFGL's results tables: the grids of Tables 1, 3, 5, 6, 8, 9, 10, 11, 15, 16, 17 and 18, and their display.
 
 Yan, Li, Xie, Zhang, Shen, Fang and Wu, "Towards Federated Graph Learning in
 One-shot Communication" (arXiv 2411.11304; code ``Youth-49/O-pFGL`` at
@@ -41,6 +41,20 @@ communication round to one round ... local epochs tuned from 1 to 100",
   reading of Algorithm 1);
 * any other registered baseline: one round with its own defaults.
 
+Tables 3 and 11 (heterogeneous models, App. A.3.7) give each of the 10
+clients its own architecture (``model="hetero"``,
+:mod:`fglcore.models.model_lists`, in the authors' client order). Their rows
+are Standalone, FedTAD, FedSpray, DENSE, Co-Boost and O-pFGL (the others
+aggregate parameters); a method runs when it accepts a model list
+(:meth:`~fglcore.algorithms.base.Algorithm.accepts_model_lists`: ``local``,
+``fedspray``, whose GNN is never sent, and ``opfgl``), and the others show
+``heterogeneous models not supported``: FedTAD's server averages the client
+models and DENSE's and Co-Boost's distil into one student every client
+downloads, and the paper does not say how it ran them with ten architectures.
+O-pFGL runs the dataset's and partition's command as in Table 1/6
+(``run_main.sh`` publishes no ``--method hete`` command; reading: the
+same command with the model list), the baselines their one-round protocol.
+
 Tables 9 and 10 give the multi-round baselines ``multi_rounds`` rounds (100
 in the paper; setting ``"rounds=100"``) of E = 5 local epochs with the round
 of best validation accuracy reported; O-pFGL stays one-shot.
@@ -80,6 +94,8 @@ OGB = ["ogbn-arxiv", "ogbn-products"]
 MORE = ["Computers", "Photo", "CS", "Physics"]
 BACKBONES = ["sage", "gat", "sgc"]
 """Tables 17/18's backbones (GraphSAGE, GAT, SGC; 2 layers of 64 where the model has layers)."""
+HETERO_METHODS = ["local", "fedtad", "fedspray", "dense", "coboost", "opfgl"]
+"""Rows of Tables 3 and 11 (heterogeneous models): the methods that exchange no parameters of the client GNNs."""
 
 TABLES: dict[str, dict[str, Any]] = {
     "1": {"partition": "louvain_plus", "num_clients": 10, "datasets": PLANETOID + OGB, "methods": METHODS},
@@ -92,13 +108,17 @@ TABLES: dict[str, dict[str, Any]] = {
            "methods": METHODS, "models": BACKBONES},
     "18": {"partition": "metis_plus", "num_clients": 10, "datasets": ["Cora", "CiteSeer", "ogbn-arxiv"],
            "methods": METHODS, "models": BACKBONES},
+    "3": {"partition": "louvain_plus", "num_clients": 10, "datasets": ["Cora", "CiteSeer", "ogbn-arxiv"],
+          "methods": HETERO_METHODS, "models": ["hetero"]},
+    "11": {"partition": "metis_plus", "num_clients": 10, "datasets": ["Cora", "CiteSeer", "ogbn-arxiv"],
+           "methods": HETERO_METHODS, "models": ["hetero"]},
     "9": {"partition": "louvain_plus", "num_clients": 10, "datasets": PLANETOID + OGB,
           "methods": MULTI_ROUND_METHODS + ["opfgl"], "multi_round": True},
     "10": {"partition": "metis_plus", "num_clients": 10, "datasets": PLANETOID + OGB,
            "methods": MULTI_ROUND_METHODS + ["opfgl"], "multi_round": True},
 }
-"""Each table's partition, clients, datasets, rows and backbones (``models``, default GCN; paper Tables 1, 5, 6,
-8, 9, 10, 15, 16, 17, 18)."""
+"""Each table's partition, clients, datasets, rows and backbones (``models``, default GCN; ``"hetero"``: one
+architecture per client; paper Tables 1, 3, 5, 6, 8, 9, 10, 11, 15, 16, 17, 18)."""
 
 BASELINE_LR = 0.01
 """Learning rate of Standalone and FedAvg (OpenFGL's default; the paper tunes it and does not say the value)."""
@@ -139,11 +159,26 @@ def method_status(method: str) -> str:
 
 
 def backbone_supported(method: str, model: str) -> bool:
-    """Whether the registered ``method`` trains the backbone ``model`` (its ``models``; ``None``: any)."""
+    """Whether the registered ``method`` trains the backbone ``model`` (its ``models``; ``None``: any), or, for a
+    per-client model list such as ``"hetero"``, accepts one (:meth:`~fglcore.algorithms.base.Algorithm.accepts_model_lists`)."""
     from fglcore.algorithms import ALGORITHMS
+    from fglcore.models import MODELS
 
-    accepted = ALGORITHMS.get(method).models
-    return accepted is None or model in accepted
+    algorithm = ALGORITHMS.get(method)
+    if MODELS.get(model).is_list:
+        return algorithm.accepts_model_lists()
+    return algorithm.models is None or model in algorithm.models
+
+
+def unsupported_backbone(method: str, models: Sequence[str]) -> str | None:
+    """Why the registered ``method`` runs none of a table's ``models`` (``None`` when it runs one)."""
+    from fglcore.models import MODELS
+
+    if any(backbone_supported(method, m) for m in models):
+        return None
+    if all(MODELS.get(m).is_list for m in models):
+        return "heterogeneous models not supported"
+    return "backbone not supported"
 
 
 def baseline_fields(method: str, *, epochs_grid: Sequence[int], max_epochs: int, local_rounds: int,
@@ -264,7 +299,9 @@ def coverage(tables: Sequence[str], datasets: Sequence[str], methods: Sequence[s
              multi_rounds: int = 100) -> pd.DataFrame:
     """Per table, dataset and method of the paper's tables: runs here, or why not.
 
-    ``why``: ``runs``, ``not implemented`` (no registered algorithm), ``data not available`` (dataset not
+    ``why``: ``runs``, ``not implemented`` (no registered algorithm), ``heterogeneous models not supported``
+    (Tables 3/11: the method cannot give each client its own architecture, see the module docstring) or
+    ``backbone not supported`` (none of the table's ``models``), ``data not available`` (dataset not
     registered or its files absent), ``not in this profile`` (left out by the ``datasets`` / ``methods``
     parameters) or ``ran <n> rounds, paper 100`` (a multi-round baseline of Tables 9/10 run with fewer
     rounds: its setting label differs from the paper's, so it is shown but not compared).
@@ -277,6 +314,8 @@ def coverage(tables: Sequence[str], datasets: Sequence[str], methods: Sequence[s
             for method in spec["methods"]:
                 if method_status(method) != "registered":
                     why = "not implemented"
+                elif unsupported_backbone(method, spec.get("models", ["gcn"])):
+                    why = unsupported_backbone(method, spec.get("models", ["gcn"]))
                 elif spec.get("multi_round") and method in ONE_SHOT_ONLY:
                     why = "one-shot only here"
                 elif data != "available":
