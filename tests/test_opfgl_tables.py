@@ -1,6 +1,7 @@
 """O-pFGL's results plan (fglcore.papers.opfgl.tables), its method plan, and FedSpray's one-shot protocol."""
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from fglcore.algorithms import ALGORITHMS
@@ -139,3 +140,14 @@ def test_tables_3_and_11_rows_are_the_papers():
     keys = {(e["table"], e["dataset"], e["partition"], e["num_clients"], e["model"], e["method"]) for e in rows}
     for c in [c for cs in plan(tables=["3", "11"], datasets=["Cora", "CiteSeer"])["configs"].values() for c in cs]:
         assert (c.table, c.dataset, c.partition, c.num_clients, c.model, c.algorithm) in keys, c
+
+
+def test_ablation_layout_orders_rows_as_planned_whatever_the_store_order():
+    rows = pd.DataFrame([
+        {"table": "fig3", "setting": s, "dataset": "Cora", "metric": "accuracy", "seed": 0, "value": v}
+        for s, v in (("stage2=fixed", 1.0), ("hre=off", 2.0), ("stage2=ft_focal", 3.0), ("", 4.0), ("stage2=ft", 5.0))
+    ])
+    expected = ["(full method)", "stage2=ft", "stage2=ft_focal", "stage2=fixed", "hre=off"]
+    for order in (rows, rows.iloc[::-1]):
+        layout = ot.ablation_layout(order, "accuracy")
+        assert list(layout.index.get_level_values("setting")) == expected

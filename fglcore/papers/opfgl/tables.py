@@ -540,6 +540,11 @@ def ablation_layout(results: pd.DataFrame, metric: str, by: Sequence[str] = ("da
     rows = results[results["metric"] == metric].copy()
     if rows.empty:
         return pd.DataFrame()
+    # Rows in the order of ABLATION_SETTINGS (then first appearance), whatever order the store holds them in.
+    planned = {(table, setting): i for table, settings in ABLATION_SETTINGS.items()
+               for i, setting in enumerate(settings)}
+    rows = rows.assign(_order=[planned.get((str(t), s), len(planned)) for t, s in zip(rows["table"], rows["setting"])])
+    rows = rows.sort_values("_order", kind="stable")
     rows["setting"] = rows["setting"].replace("", "(full method)")
     grouped = rows.groupby(["table", "setting", *by], sort=False)["value"]
     cells = grouped.agg(lambda v: format_mean_std(v.mean(), v.std(ddof=0))).rename("cell").reset_index()
