@@ -33,6 +33,8 @@ from tqdm.auto import tqdm
 
 from fglcore import runtime
 from fglcore.algorithms import ALGORITHMS
+from fglcore.algorithms.base import Algorithm
+from fglcore.artifacts import RunArtifact
 from fglcore.claims import CLAIM_FOLDER, RunClaims
 from fglcore.checks import check_non_empty
 from fglcore.config import ConfigError, ExperimentConfig
@@ -45,7 +47,7 @@ from fglcore.provenance import run_record
 from fglcore.runlog import BY_OTHERS, COMPUTED, REUSED, SweepLog, runs_left
 from fglcore.settings import settings
 
-__all__ = ["as_config", "run", "run_full", "grid", "sweep", "stored_rows", "summarize", "request_stop",
+__all__ = ["as_config", "prepare", "run", "run_full", "grid", "sweep", "stored_rows", "summarize", "request_stop",
            "withdraw_stop", "SweepStopped", "parameters_named", "check_lists", "check_datasets"]
 
 
@@ -59,9 +61,8 @@ def as_config(config: ExperimentConfig | Mapping[str, Any]) -> ExperimentConfig:
     raise TypeError(f"expected an ExperimentConfig or a mapping of its fields, got {type(config).__name__}")
 
 
-def run_full(config: ExperimentConfig | Mapping[str, Any], *, per_client: bool = False,
-             curve: bool = False, checkpoint: RoundCheckpoint | None = None) -> tuple[list[dict[str, Any]], RunResult]:
-    """Run one configuration; return its result rows and the full :class:`RunResult`.
+def prepare(config: ExperimentConfig | Mapping[str, Any]) -> Algorithm:
+    """The algorithm of ``config`` on its federation, seeded and ready to :meth:`~fglcore.algorithms.base.Algorithm.run`.
 
     The configuration and the ``FGL_*`` variables (:func:`fglcore.settings.settings`)
     are validated before any data is loaded. Seeds are set
@@ -72,10 +73,7 @@ def run_full(config: ExperimentConfig | Mapping[str, Any], *, per_client: bool =
     (:func:`fglcore.runtime.set_flush_denormal`), the federation
     is built with cross-client edges only for algorithms that need them, and
     the algorithm runs on :func:`fglcore.runtime.get_device` of
-    ``config.device``. ``per_client`` and ``curve`` add the per-client and
-    per-round rows of :func:`fglcore.results.rows_from_result`. A
-    ``checkpoint`` (:mod:`fglcore.fl.checkpoint`) is saved while the run goes
-    and, when it holds a round, resumed from.
+    ``config.device``.
     """
     config = as_config(config)
     settings()  # a bad FGL_* variable stops here, before any data is loaded
@@ -85,7 +83,20 @@ def run_full(config: ExperimentConfig | Mapping[str, Any], *, per_client: bool =
     runtime.set_threads()
     runtime.set_flush_denormal()
     federation = build_federation(config, keep_cross_edges=algorithm.needs_cross_edges)
-    result = algorithm(config, federation, device).run(checkpoint=checkpoint)
+    return algorithm(config, federation, device)
+
+
+def run_full(config: ExperimentConfig | Mapping[str, Any], *, per_client: bool = False,
+             curve: bool = False, checkpoint: RoundCheckpoint | None = None) -> tuple[list[dict[str, Any]], RunResult]:
+    """Run one configuration (:func:`prepare`); return its result rows and the full :class:`RunResult`.
+
+    ``per_client`` and ``curve`` add the per-client and
+    per-round rows of :func:`fglcore.results.rows_from_result`. A
+    ``checkpoint`` (:mod:`fglcore.fl.checkpoint`) is saved while the run goes
+    and, when it holds a round, resumed from.
+    """
+    config = as_config(config)
+    result = prepare(config).run(checkpoint=checkpoint)
     return rows_from_result(config, result, per_client=per_client, curve=curve), result
 
 
@@ -256,6 +267,7 @@ def sweep(
     desc: str = "sweep",
     per_client: bool = False,
     curve: bool = False,
+    artifact: RunArtifact | None = None,
 ) -> pd.DataFrame:
     """Run every configuration not yet stored in ``path`` and return the rows of ``configs``.
 
@@ -306,6 +318,12 @@ def sweep(
     configuration that lacks them (stored by a sweep that did not ask for
     them, e.g. another notebook sharing the file) is run again, and its new
     rows replace the old ones.
+
+    An ``artifact`` (:class:`fglcore.artifacts.RunArtifact`) keeps more of
+    each computed run than its rows (e.g. test logits) in a file written
+    before the rows; a stored configuration of this sweep counts as done only
+    while its file is there and trusted, else it is computed again, and a
+    copy of the same computation copies the file too.
     """
     configs = [as_config(c) for c in configs]
     store = ResultStore(path)
@@ -325,9 +343,18 @@ def sweep(
                      pending=[keys for rid, keys in timing_keys.items() if rid not in computed],
                      workers=claims.live_holders())
 
+    def kept(done: set[str]) -> set[str]:
+        """Those of ``done`` whose artifact is there and trusted (all of them without an artifact)."""
+        if artifact is None:
+            return done
+        rows = store.read()
+        by_id = {cid: mine for cid, mine in rows[rows["config_id"].isin(done)].groupby("config_id")}
+        return {cid for cid in done if artifact.load(store.path, cid, by_id[cid]) is not None}
+
     def stored() -> tuple[set[str], dict[str, str]]:
-        """Configurations stored with every family of rows asked for, and run id -> one such configuration."""
-        done = _done_ids(store, per_client=per_client, curve=curve)
+        """Configurations stored with every family of rows asked for (and their artifact), and run id -> one
+        such configuration."""
+        done = kept(_done_ids(store, per_client=per_client, curve=curve))
         return done, {rid: cid for cid, rid in store.run_ids().items() if cid in done}
 
     def check_stop(config: ExperimentConfig) -> None:
@@ -339,8 +366,12 @@ def sweep(
 
     def copy(cid: str, source: str) -> str:
         config, rid = todo[cid], run_ids[cid]
-        store.append(_relabelled(store.read(), source, config, per_client=per_client, curve=curve), run_id=rid,
-                     provenance=store.provenance(source))
+        rows = store.read()
+        relabelled = _relabelled(rows, source, config, per_client=per_client, curve=curve)
+        if artifact is not None:
+            payload = artifact.load(store.path, source, rows[rows["config_id"] == source])
+            artifact.save(store.path, cid, relabelled, payload)
+        store.append(relabelled, run_id=rid, provenance=store.provenance(source))
         return REUSED
 
     def settle(cid: str) -> str | None:
@@ -362,8 +393,12 @@ def sweep(
         bar.set_postfix_str(_label(config))
         checkpoint = RoundCheckpoint(store.path.parent / CHECKPOINT_FOLDER / f"{rid}.pt")
         start = time.perf_counter()
-        rows = run(config, per_client=per_client, curve=curve, checkpoint=checkpoint)
+        algorithm = prepare(config)
+        result = algorithm.run(checkpoint=checkpoint)
+        rows = rows_from_result(config, result, per_client=per_client, curve=curve)
         seconds = round(time.perf_counter() - start, 2)
+        if artifact is not None:  # before the rows: a stored run always had its artifact written
+            artifact.save(store.path, cid, rows, artifact.collect(algorithm, result))
         store.append(rows, run_id=rid, seconds=seconds, provenance=run_record(runtime.get_device(config.device)))
         checkpoint.clear()
         claims.release(rid, stored=True)

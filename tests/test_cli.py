@@ -260,13 +260,17 @@ def test_reproduce_says_what_it_computed_and_reused_and_fresh_recomputes_everyth
     """The closing lines count computed and reused runs; --fresh computes every run anew in a new folder."""
     from fglcore import compare, experiment, paths
     from fglcore.fl import Channel, RunResult
-    from fglcore.results import ResultStore, rows_from_result
+    from fglcore.results import ResultStore
 
     computed, summaries = [], []
 
-    def fake_run(config, per_client=False, curve=False, checkpoint=None):  # a run without data
-        computed.append(config.seed)
-        return rows_from_result(config, RunResult([], 1, {"test_accuracy": 0.5}, [], Channel().ledger))
+    class FakeRun:  # a run without data
+        def __init__(self, config):
+            self.config = config
+
+        def run(self, checkpoint=None):
+            computed.append(self.config.seed)
+            return RunResult([], 1, {"test_accuracy": 0.5}, [], Channel().ledger)
 
     def execute(nb, profile, overrides=None, out_dir=None, *, progress=True):  # a notebook sweeping three runs
         out = Path(out_dir) if out_dir else paths.output_dir(profile, "tour")
@@ -274,7 +278,7 @@ def test_reproduce_says_what_it_computed_and_reused_and_fresh_recomputes_everyth
         experiment.sweep(configs, out / "results.csv", progress=False, desc="tour runs")
         return out / nb.name
 
-    monkeypatch.setattr(experiment, "run", fake_run)
+    monkeypatch.setattr(experiment, "prepare", FakeRun)
     monkeypatch.setattr(notebooks, "execute", execute)
     monkeypatch.setattr(compare, "build_summary", lambda root: summaries.append(root) or [])
     monkeypatch.setattr(paths, "outputs_root", lambda: tmp_path)

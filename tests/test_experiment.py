@@ -10,6 +10,7 @@ import torch
 
 from fglcore import experiment, runtime
 from fglcore.algorithms import ALGORITHMS
+from fglcore.artifacts import RunArtifact
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl import Channel, RunResult
 from fglcore.results import RESULT_COLUMNS, ResultStore, config_id, rows_from_result
@@ -156,6 +157,58 @@ def test_sweep_copies_a_run_stored_under_other_labels_instead_of_running_it(fake
     copied = table2[table2["seed"] < 2].drop(columns=["table", "setting", "config_id"]).reset_index(drop=True)
     assert copied.equals(table1.drop(columns=["table", "setting", "config_id"]))
     assert experiment.sweep(configs2, path, progress=False).equals(table2) and len(FakeAlgorithm.calls) == 3
+
+
+class SeedArtifact(RunArtifact):
+    """Keeps the seed each run was computed with, as a tensor."""
+
+    folder = ".kept"
+
+    def collect(self, algorithm, result):
+        return {"seed": torch.tensor([algorithm.config.seed])}
+
+    def check(self, payload):
+        return isinstance(payload.get("seed"), torch.Tensor)
+
+
+def test_a_sweep_keeps_each_runs_artifact_and_recomputes_a_run_whose_artifact_is_not_trusted(fake_stack, tmp_path):
+    path, kept = tmp_path / "r.csv", SeedArtifact()
+    configs = experiment.grid({**BASE, "table": "1"}, seed=[0, 1])
+    first = experiment.sweep(configs, path, progress=False, artifact=kept)
+    assert len(FakeAlgorithm.calls) == 2
+    stored = ResultStore(path).read()
+    for config in configs:
+        cid = config_id(config)
+        assert kept.path(path, cid) == tmp_path / ".kept" / f"{cid}.pt"
+        assert kept.load(path, cid, stored[stored["config_id"] == cid])["seed"].item() == config.seed
+    assert experiment.sweep(configs, path, progress=False, artifact=kept).equals(first)
+    assert len(FakeAlgorithm.calls) == 2  # every artifact trusted: nothing computed
+    kept.path(path, config_id(configs[1])).unlink()
+    experiment.sweep(configs, path, progress=False, artifact=kept)
+    assert [seed for seed, _ in FakeAlgorithm.calls] == [0, 1, 1]  # a lost file: that run again
+    kept.path(path, config_id(configs[0])).write_bytes(b"partly written")
+    experiment.sweep(configs, path, progress=False, artifact=kept)
+    assert [seed for seed, _ in FakeAlgorithm.calls] == [0, 1, 1, 0]
+    assert experiment.sweep(configs, path, progress=False).equals(first)  # a sweep without it: rows suffice
+    relabelled = [c.replace(table="2") for c in configs]  # the same computations: copied with their files
+    experiment.sweep(relabelled, path, progress=False, artifact=kept)
+    stored = ResultStore(path).read()
+    assert len(FakeAlgorithm.calls) == 4
+    assert [kept.load(path, config_id(c), stored[stored["config_id"] == config_id(c)])["seed"].item()
+            for c in relabelled] == [0, 1]
+
+
+def test_an_artifact_saved_for_other_rows_or_another_configuration_is_not_trusted(tmp_path):
+    kept, path = SeedArtifact(), tmp_path / "r.csv"
+    rows = [{"metric": "accuracy", "value": 0.5}]
+    kept.save(path, "a", rows, {"seed": torch.tensor([3])})
+    assert kept.load(path, "a", rows)["seed"].item() == 3
+    assert kept.load(path, "a", [{"metric": "accuracy", "value": 0.6}]) is None  # stored again since
+    kept.path(path, "b").write_bytes(kept.path(path, "a").read_bytes())
+    assert kept.load(path, "b", rows) is None  # another configuration's file
+    kept.save(path, "c", rows, {"other": torch.tensor([3])})
+    assert kept.load(path, "c", rows) is None  # not sound
+    assert not list(tmp_path.glob(".kept/.*.part"))  # no partial file left behind
 
 
 def test_a_preview_shows_whole_cells_of_what_is_stored_and_computes_nothing(fake_stack, tmp_path, capsys):
@@ -350,17 +403,24 @@ def test_a_stop_request_ends_the_sweep_after_its_current_run_and_it_resumes(fake
     experiment.sweep(configs, straight, progress=False)
 
     path = tmp_path / "stopped" / "r.csv"
-    real_run = experiment.run
+    real_prepare = experiment.prepare
 
-    def run_then_stop(config, **kwargs):  # `fgl stop` while the second run of the first sweep computes
-        rows = real_run(config, **kwargs)
-        if len(FakeAlgorithm.calls) == 2 and not stops:
-            stops.append(experiment.request_stop(path.parent))
-        return rows
+    def prepare_then_stop(config):  # `fgl stop` while the second run of the first sweep computes
+        algorithm = real_prepare(config)
+        run = algorithm.run
+
+        def run_then_stop(**kwargs):
+            result = run(**kwargs)
+            if len(FakeAlgorithm.calls) == 2 and not stops:
+                stops.append(experiment.request_stop(path.parent))
+            return result
+
+        algorithm.run = run_then_stop
+        return algorithm
 
     stops = []
 
-    monkeypatch.setattr(experiment, "run", run_then_stop)
+    monkeypatch.setattr(experiment, "prepare", prepare_then_stop)
     FakeAlgorithm.calls = []
     with pytest.raises(experiment.SweepStopped, match="4 of 6 runs are not stored yet"):
         experiment.sweep(configs, path, progress=False)

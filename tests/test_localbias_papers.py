@@ -107,6 +107,7 @@ def test_local_bias_study_runs_and_aligns_every_method_with_its_reference():
 
 
 def test_local_bias_study_stores_each_run_and_computes_only_what_is_missing(tmp_path, monkeypatch):
+    from fglcore import experiment
     from fglcore.results import ResultStore, config_id, curve_values, run_id
 
     plan = lm.plan(["Cora"], [4], ["Cora"], [4], ["fedavg"], ["normal"], 4, [0], 2, 0.01)
@@ -115,13 +116,13 @@ def test_local_bias_study_stores_each_run_and_computes_only_what_is_missing(tmp_
     table, curves = lm.bias_study(runs)  # in memory, nothing stored
     store = tmp_path / "results.csv"
     computed = []
-    real = lm.run_with_logits
+    real = experiment.prepare
 
     def counted(config):
         computed.append(config_id(config))
         return real(config)
 
-    monkeypatch.setattr(lm, "run_with_logits", counted)
+    monkeypatch.setattr(experiment, "prepare", counted)
 
     def study():
         computed.clear()
@@ -137,7 +138,7 @@ def test_local_bias_study_stores_each_run_and_computes_only_what_is_missing(tmp_
     assert len(curve_values(rows)) == 2 * len(runs)  # the per-epoch curve of every run
     index = ResultStore(store).run_log().set_index("config_id")
     assert all(index.loc[config_id(c), "run_id"] == run_id(c) for _, c in runs) and index["seconds"].notna().all()
-    files = {kind: lm.logits_path(store, config) for kind, config in runs}
+    files = {kind: lm.TEST_LOGITS.path(store, config_id(config)) for kind, config in runs}
     assert all(f.parent == tmp_path / lm.LOGITS_FOLDER and f.is_file() for f in files.values())
     assert study() == []  # a second call computes nothing
 
@@ -157,21 +158,20 @@ def test_local_bias_study_stores_each_run_and_computes_only_what_is_missing(tmp_
 
 def test_local_bias_logits_live_beside_the_real_store_when_fgl_links_it(tmp_path):
     """fgl run gives the kernel a link to the real results.csv in a staging folder that is removed afterwards."""
-    (config,) = [c for kind, c in lm.plan(["Cora"], [4], ["Cora"], [4], ["fedavg"], ["normal"], 4, [0], 1,
-                                          0.01)["runs"] if kind == "fedavg"]
     real, staging = tmp_path / "out" / "results.csv", tmp_path / ".staging" / "results.csv"
     real.parent.mkdir()
     staging.parent.mkdir()
     staging.symlink_to(real)
-    assert lm.logits_path(staging, config).parent == real.parent / lm.LOGITS_FOLDER
+    assert lm.TEST_LOGITS.path(staging, "some-config").parent == real.parent / lm.LOGITS_FOLDER
 
 
 def test_an_interrupted_local_bias_study_keeps_its_finished_runs(tmp_path, monkeypatch):
+    from fglcore import experiment
     from fglcore.experiment import SweepStopped, request_stop, withdraw_stop
     from fglcore.results import ResultStore, config_id
 
     plan = lm.plan(["Cora"], [4], ["Cora"], [4], ["fedavg"], ["normal"], 4, [0], 1, 0.01)
-    store, real, computed = tmp_path / "results.csv", lm.run_with_logits, []
+    store, real, computed = tmp_path / "results.csv", experiment.prepare, []
 
     def interrupted(config):
         if computed:
@@ -179,12 +179,12 @@ def test_an_interrupted_local_bias_study_keeps_its_finished_runs(tmp_path, monke
         computed.append(config_id(config))
         return real(config)
 
-    monkeypatch.setattr(lm, "run_with_logits", interrupted)
+    monkeypatch.setattr(experiment, "prepare", interrupted)
     with pytest.raises(KeyboardInterrupt):
         lm.bias_study(plan["runs"], store)
     first = config_id(plan["runs"][0][1])
     assert computed == [first] and ResultStore(store).done_ids() == {first}
-    monkeypatch.setattr(lm, "run_with_logits", lambda config: (computed.append(config_id(config)), real(config))[1])
+    monkeypatch.setattr(experiment, "prepare", lambda config: (computed.append(config_id(config)), real(config))[1])
     computed.clear()
     request_stop(tmp_path)  # fgl stop: nothing more is computed
     with pytest.raises(SweepStopped, match="stopped before"):
@@ -205,8 +205,8 @@ def test_local_bias_study_leaves_a_run_claimed_by_another_worker_until_it_is_fre
     runs = lm.plan(["Cora"], [4], ["Cora"], [4], ["fedavg"], ["normal"], 4, [0], 1, 0.01)["runs"]
     claimed = runs[0][1]
     monkeypatch.setattr(experiment, "CLAIM_POLL_SECONDS", 0.05)
-    computed, real, done = [], lm.run_with_logits, {}
-    monkeypatch.setattr(lm, "run_with_logits", lambda config: (computed.append(config_id(config)), real(config))[1])
+    computed, real, done = [], experiment.prepare, {}
+    monkeypatch.setattr(experiment, "prepare", lambda config: (computed.append(config_id(config)), real(config))[1])
     other = RunClaims(tmp_path / CLAIM_FOLDER)  # another worker computing the first run
     assert other.acquire(run_id(claimed))
     worker = threading.Thread(target=lambda: done.update(out=lm.bias_study(runs, tmp_path / "results.csv")))

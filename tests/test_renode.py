@@ -106,7 +106,7 @@ def test_clients_train_with_the_weighted_loss():
     _, clients = algorithm.build(Channel())
     for client, data in zip(clients, mixed_federation().clients):
         trainer = client.trainer
-        w = trainer.train_weight
+        w = trainer.train_loss.weight
         assert w.shape == (int(data.train_mask.sum()),)
         assert float(w.min()) == pytest.approx(0.5) and float(w.max()) == pytest.approx(1.5)
         out = trainer.forward()
@@ -120,7 +120,8 @@ def test_classes_in_separate_components_do_not_conflict_so_weights_are_uniform()
     algorithm._epochs = 1
     _, clients = algorithm.build(Channel())
     for client in clients:
-        assert torch.allclose(client.trainer.train_weight, torch.ones_like(client.trainer.train_weight))
+        w = client.trainer.train_loss.weight
+        assert torch.allclose(w, torch.ones_like(w))
 
 
 def test_ledger_is_fedavg_ft_s_and_local_sends_nothing():

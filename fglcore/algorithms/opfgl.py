@@ -132,6 +132,7 @@ number of HRE nodes.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import time
 from dataclasses import dataclass
@@ -735,7 +736,10 @@ class OpfglClient(Client):
         self.trainer.optimizer = torch.optim.Adam(self.model.parameters(), lr=o["stage2_lr"],
                                                   weight_decay=self.config.weight_decay, fused=True)
         if o["stage2"] == "ft_focal":
-            step = self.focal_steps
+            alpha = balanced_class_weights(self.trainer.y_train, self.num_classes) \
+                if o["focal_alpha"] == "balanced" else None
+            self.trainer.train_loss = functools.partial(focal_loss, gamma=o["focal_gamma"], alpha=alpha)
+            step = self.trainer.train_epochs
         else:
             teacher = self.trainer.logits().detach()
             term = distillation_term(teacher, self.gamma.to(self.device)) if o["stage2"] != "ft" else None
@@ -745,18 +749,6 @@ class OpfglClient(Client):
 
         return train_with_early_stopping(self.model, step, self.val_accuracy, o["max_epochs"], o["eval_every"],
                                          o["patience"])
-
-    def focal_steps(self, k: int) -> None:
-        """``k`` full-batch Adam steps of :func:`focal_loss` over the local training nodes (``ft(focal)``)."""
-        trainer, o = self.trainer, self.options
-        alpha = balanced_class_weights(trainer.y_train, self.num_classes) if o["focal_alpha"] == "balanced" \
-            else None
-        for _ in range(k):
-            self.model.train()
-            trainer.optimizer.zero_grad(set_to_none=True)
-            out = trainer.forward()
-            focal_loss(out[trainer.train_idx], trainer.y_train, o["focal_gamma"], alpha).backward()
-            trainer.optimizer.step()
 
     def fit(self, round: int) -> None:
         """Stages 1 and 2 (the client's work after the download); uploads nothing."""

@@ -36,7 +36,8 @@ formulas, each computed by one function here:
 
 The training loss is :math:`\\frac1{|\\mathcal L|}\\sum_{v\\in\\mathcal L}w_v\\,\\mathrm{CE}_v`
 (Sec. 3.4; the code's ``sum(cls_loss * rn_weight) / len``), set as
-:attr:`fglcore.algorithms.training.NodeTrainer.train_weight` of each client's trainer.
+the :attr:`~fglcore.algorithms.training.NodeTrainer.train_loss` of each client's trainer
+(:class:`~fglcore.algorithms.training.WeightedCrossEntropy`).
 
 **How O-pFGL ran it** (Table 7; the paper says only "we also compare our
 method with ReNode ... a representative graph imbalance learning method", and
@@ -73,6 +74,7 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import to_dense_adj
 
 from fglcore.algorithms.base import Trainer, register_algorithm
+from fglcore.algorithms.training import WeightedCrossEntropy
 from fglcore.algorithms.fedavg_ft import FedAvgFT, fine_tune_clients
 from fglcore.checks import Bounds
 from fglcore.config import ConfigError
@@ -200,13 +202,13 @@ class Renode(FedAvgFT):
         o = self.options
         weights = client_renode_weights(self.clients_data[cid], self.num_classes, o["pagerank_alpha"], o["w_min"],
                                         o["w_max"], o["rank_denominator"], o["ties"])
-        trainer.train_weight = weights.to(trainer.device)
+        trainer.train_loss = WeightedCrossEntropy(weights.to(trainer.device))
         return trainer
 
     def summary(self) -> list[dict[str, float]]:
         rows = []
         for client in self.clients:
-            w = client.trainer.train_weight
+            w = client.trainer.train_loss.weight
             rows.append({"client": client.cid, "labelled": int(w.numel()), "w_min": float(w.min()),
                          "w_mean": float(w.mean()), "w_max": float(w.max())})
         return rows

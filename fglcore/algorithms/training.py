@@ -51,6 +51,22 @@ from fglcore.models.sparse_input import accept_constant_features, constant_featu
 from fglcore.settings import SETTINGS, setting
 
 ExtraLoss = Callable[[Tensor], Tensor]
+TrainLoss = Callable[[Tensor, Tensor], Tensor]
+"""A training loss: the training nodes' outputs ``[N, C]`` and labels ``[N]`` -> a scalar."""
+
+
+class WeightedCrossEntropy:
+    """:math:`\frac1{N}\sum_i w_i\,\mathrm{CE}_i` over the training nodes, one weight per node in the
+    order of the trainer's ``train_idx`` (ReNode's re-weighted loss, :mod:`fglcore.algorithms.renode`).
+
+    Shapes: ``weight`` :math:`(N,)`; called on logits :math:`(N, C)` and labels :math:`(N,)` -> scalar.
+    """
+
+    def __init__(self, weight: Tensor):
+        self.weight = weight
+
+    def __call__(self, logits: Tensor, target: Tensor) -> Tensor:
+        return (F.cross_entropy(logits, target, reduction="none") * self.weight).mean()
 EVAL_SPLITS = ("val", "test")
 FAST_ENV = SETTINGS["graph_fast"].variable
 
@@ -126,8 +142,8 @@ class NodeTrainer:
             minority = minority_mask(data.y, data.y[data.train_mask])
         self.minority = minority.to(device)
         self.optimizer = make_optimizer(self.model.parameters(), config)
-        self.train_weight: Tensor | None = None
-        """Per training node, a weight of its cross-entropy (``None``: the plain mean); see :meth:`backward`."""
+        self.train_loss: TrainLoss = F.cross_entropy
+        """The loss on the training nodes (:data:`TrainLoss`; default the mean cross-entropy); see :meth:`backward`."""
 
     @property
     def num_train_samples(self) -> int:
@@ -135,7 +151,8 @@ class NodeTrainer:
 
     def __setstate__(self, state: dict) -> None:
         # A trainer loaded from a checkpoint holds new tensors: register its features again.
-        self.__dict__.update({"train_weight": None, **state})
+        state = {key: value for key, value in state.items() if key != "train_weight"}  # saved before train_loss
+        self.__dict__.update({"train_loss": F.cross_entropy, **state})
         constant_features(self.x)
 
     def reset_optimizer(self) -> None:
@@ -146,12 +163,11 @@ class NodeTrainer:
         return self.model(self.x, self.graph)
 
     def backward(self, extra_loss: ExtraLoss | None = None) -> Tensor:
-        """One full-batch gradient, no step: clears the gradients, then back-propagates the mean cross-entropy
+        """One full-batch gradient, no step: clears the gradients, then back-propagates :attr:`train_loss`
         over the training nodes (plus ``extra_loss(output)``) in train mode; returns the loss, detached.
 
-        With :attr:`train_weight` set (one weight per training node, in the order of ``train_idx``) the
-        cross-entropy is :math:`\\frac1{|L|}\\sum_{i\\in L} w_i\\,\\mathrm{CE}_i` (ReNode's re-weighted loss,
-        :mod:`fglcore.algorithms.renode`).
+        Algorithms set :attr:`train_loss` for another loss: ReNode's :class:`WeightedCrossEntropy`
+        (:mod:`fglcore.algorithms.renode`), O-pFGL's focal loss (``stage2="ft_focal"``).
 
         A step of :meth:`train_epochs`; FedSGD clients upload the gradients it leaves
         (:mod:`fglcore.algorithms.fedsgd`).
@@ -159,10 +175,7 @@ class NodeTrainer:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         out = self.forward()
-        if self.train_weight is None:
-            loss = F.cross_entropy(out[self.train_idx], self.y_train)
-        else:
-            loss = (F.cross_entropy(out[self.train_idx], self.y_train, reduction="none") * self.train_weight).mean()
+        loss = self.train_loss(out[self.train_idx], self.y_train)
         if extra_loss is not None:
             loss = loss + extra_loss(out)
         loss.backward()

@@ -12,33 +12,28 @@ the noise floor (:func:`bias_table`). The normal partition is the random
 equal-size one; the non-i.i.d. one favours a few classes per client ten
 times (``favoured_classes``, A12).
 
-These runs need the models' test logits, which ``results.csv`` does not hold:
-they run here (:func:`run_with_logits`), not through
-:func:`fglcore.experiment.sweep`. Given the notebook's results store,
-:func:`bias_study` stores each finished run as a sweep does -- its rows with
-the per-epoch curve (``curve=True``, table ``"motivation"``, which no
-comparison or claim of ``params/localbias/paper.yaml`` reads) and its run
-id, seconds and provenance in the run index -- and its test logits in
-:data:`LOGITS_FOLDER` beside the store (:func:`save_logits`), so an
-interrupted study resumes and a second one computes nothing. The notebook
+These runs need the models' test logits, which ``results.csv`` does not hold.
+Given the notebook's results store, :func:`bias_study` runs them as a
+:func:`fglcore.experiment.sweep` that keeps each run's test logits as its
+artifact (:class:`TestLogits`, in :data:`LOGITS_FOLDER` beside the store)
+besides its rows with the per-epoch curve (``curve=True``, table
+``"motivation"``, which no comparison or claim of
+``params/localbias/paper.yaml`` reads), so an interrupted study resumes and a
+second one computes nothing; without a store they run in memory
+(:func:`run_with_logits`). The notebook
 writes the table to ``1_local_bias.csv``. Every run of this study keeps its
 **last** epoch (``selection="last"``: the model a client would hold), the
 reference its last epoch too; one learning rate for all (``lr``, no search).
 """
 from __future__ import annotations
 
-import hashlib
 import os
-import pickle
-import time
-import uuid
-import zipfile
-from pathlib import Path
 from typing import Any, Sequence
 
 import pandas as pd
 import torch
 
+from fglcore.artifacts import RunArtifact
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.datasets import available
 from fglcore.papers.localbias.tables import (PAPER_DATASETS, ROWS, dataset_role, row_fields,
@@ -58,7 +53,7 @@ PARTITIONS: dict[str, tuple[str, dict[str, Any]]] = {
 """Sec. 4.2's two settings: the random equal-size partition and the class-favouring one (A12)."""
 
 LOGITS_FOLDER = ".logits"
-"""Folder beside the results store holding each stored run's test logits, ``<config_id>.pt`` (:func:`save_logits`)."""
+"""Folder beside the results store holding each stored run's test logits, ``<config_id>.pt`` (:class:`TestLogits`)."""
 
 
 def edge_share_table(datasets: Sequence[str], num_clients: Sequence[int] = EDGE_SHARE_CLIENTS,
@@ -83,40 +78,61 @@ def edge_share_table(datasets: Sequence[str], num_clients: Sequence[int] = EDGE_
     return pd.DataFrame(rows)
 
 
+class TestLogits(RunArtifact):
+    """A run's test logits (float32) and their nodes' global ids (int64, ascending), kept beside the store in
+    :data:`LOGITS_FOLDER`. Local-bias runs give the logits of their selected epoch; the others those of their
+    clients' final models (they run with ``selection="last"``, :func:`check_selection`)."""
+
+    folder = LOGITS_FOLDER
+
+    def collect(self, algorithm: Any, result: Any) -> dict[str, torch.Tensor]:
+        if algorithm.config.algorithm == "localbias":
+            test = result.extras["localbias"]["test_logits"]
+            return {"global_id": test["global_id"], "logits": test["logits"].detach().cpu().to(torch.float32)}
+        federation = algorithm.federation
+        ids, logits = [], []
+        for client, data in zip(algorithm.clients, federation.clients):
+            prediction = client.evaluate()["test"]
+            mine = data.global_id[data.test_mask]
+            if prediction.logits.shape[0] != mine.numel() or not torch.equal(prediction.y.cpu(),
+                                                                             federation.data.y[mine]):
+                raise RuntimeError(f"{algorithm.config.algorithm}: client {client.cid}'s test predictions are not "
+                                   "its test nodes in order; local bias cannot be aligned")
+            ids.append(mine)
+            logits.append(prediction.logits.detach().cpu())
+        ids, logits = torch.cat(ids), torch.cat(logits)
+        order = torch.argsort(ids)
+        return {"global_id": ids[order], "logits": logits[order].to(torch.float32)}
+
+    def check(self, payload: dict[str, Any]) -> bool:
+        ids, logits = payload.get("global_id"), payload.get("logits")
+        return (isinstance(ids, torch.Tensor) and isinstance(logits, torch.Tensor) and ids.dtype == torch.int64
+                and ids.dim() == 1 and logits.dtype == torch.float32 and logits.dim() == 2
+                and logits.shape[0] == ids.numel() and bool((ids[1:] > ids[:-1]).all()))
+
+
+TEST_LOGITS = TestLogits()
+"""The artifact :func:`bias_study` keeps of each stored run (:class:`TestLogits`)."""
+
+
+def check_selection(config: ExperimentConfig) -> None:
+    """Runs other than ``localbias`` are scored on their clients' final models: they need ``selection="last"``."""
+    if config.algorithm != "localbias" and config.selection != "last":
+        raise ConfigError(f"selection: the local-bias study reads the clients' final models; {config.selection!r} "
+                          "would score another epoch; accepted: 'last'")
+
+
 def run_with_logits(config: ExperimentConfig) -> tuple[Any, torch.Tensor, torch.Tensor]:
-    """Run ``config`` (as :func:`fglcore.experiment.run_full`) and return ``(result, test ids, test logits)``
-    with the test nodes' global ids ascending. Local-bias runs give the logits of their selected epoch; the
-    others those of their clients' final models (use ``selection="last"``)."""
-    from fglcore import runtime
-    from fglcore.algorithms import ALGORITHMS
-    from fglcore.data.federation import build_federation
-    from fglcore.experiment import as_config
+    """Run ``config`` (:func:`fglcore.experiment.prepare`) and return ``(result, test ids, test logits)``
+    as :class:`TestLogits` collects them."""
+    from fglcore.experiment import as_config, prepare
 
     config = as_config(config)
-    if config.algorithm != "localbias" and config.selection != "last":
-        raise ConfigError(f"selection: run_with_logits reads the clients' final models; {config.selection!r} "
-                          "would score another epoch; accepted: 'last'")
-    cls = ALGORITHMS.get(config.algorithm)
-    runtime.set_seed(config.seed)
-    runtime.set_flush_denormal()
-    federation = build_federation(config, keep_cross_edges=cls.needs_cross_edges)
-    algorithm = cls(config, federation, runtime.get_device(config.device))
+    check_selection(config)
+    algorithm = prepare(config)
     result = algorithm.run()
-    if config.algorithm == "localbias":
-        test = result.extras["localbias"]["test_logits"]
-        return result, test["global_id"], test["logits"]
-    ids, logits = [], []
-    for client, data in zip(algorithm.clients, federation.clients):
-        prediction = client.evaluate()["test"]
-        mine = data.global_id[data.test_mask]
-        if prediction.logits.shape[0] != mine.numel() or not torch.equal(prediction.y.cpu(), federation.data.y[mine]):
-            raise RuntimeError(f"{config.algorithm}: client {client.cid}'s test predictions are not its test nodes "
-                               "in order; local bias cannot be aligned")
-        ids.append(mine)
-        logits.append(prediction.logits.detach().cpu())
-    ids, logits = torch.cat(ids), torch.cat(logits)
-    order = torch.argsort(ids)
-    return result, ids[order], logits[order]
+    kept = TEST_LOGITS.collect(algorithm, result)
+    return result, kept["global_id"], kept["logits"]
 
 
 def bias_config(row_id: str, dataset: str, partition: str, num_clients: int, seed: int, rounds: int,
@@ -178,73 +194,6 @@ def plan(datasets: Sequence[str], edge_clients: Sequence[int], bias_datasets: Se
             "not_implemented": missing, "bias_ready": ready}
 
 
-def logits_path(store: str | os.PathLike[str], config: ExperimentConfig) -> Path:
-    """Where :func:`bias_study` keeps the test logits of ``config`` stored in ``store``:
-    ``<store folder>/.logits/<config_id>.pt``."""
-    from fglcore.results import ResultStore, config_id
-
-    return ResultStore(store).path.parent / LOGITS_FOLDER / f"{config_id(config)}.pt"
-
-
-def rows_fingerprint(rows: pd.DataFrame) -> str:
-    """sha256 of one run's stored ``metric``/``value`` rows as the results CSV writes them: ties a logits file
-    to the rows it was saved with."""
-    frame = (pd.DataFrame(rows)[["metric", "value"]].astype({"metric": str, "value": float})
-             .sort_values("metric", kind="stable"))
-    return hashlib.sha256(frame.to_csv(index=False, lineterminator="\n").encode()).hexdigest()
-
-
-def save_logits(path: str | os.PathLike[str], config_id: str, fingerprint: str, ids: torch.Tensor,
-                logits: torch.Tensor) -> None:
-    """Write one run's test node ids (int64, ascending) and logits (float32) to ``path`` atomically
-    (a temporary file in the same folder, then :func:`os.replace`), with its ``config_id`` and the
-    :func:`rows_fingerprint` of the rows stored for it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
-    payload = {"config_id": config_id, "fingerprint": fingerprint, "global_id": ids.detach().cpu().to(torch.int64),
-               "logits": logits.detach().cpu().to(torch.float32).contiguous()}
-    try:
-        torch.save(payload, partial)
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-
-
-def load_logits(path: str | os.PathLike[str], config_id: str, fingerprint: str
-                ) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """``(test ids, logits)`` saved by :func:`save_logits`, or ``None`` when the file is missing, unreadable
-    (partly written, damaged), or not the one of these stored rows: another ``config_id``, another
-    ``fingerprint`` (the run was stored again since), ids not ascending int64, logits not float32 with a
-    row per id."""
-    path = Path(path)
-    if not path.is_file():
-        return None
-    try:
-        saved = torch.load(path, weights_only=True)
-    except (OSError, EOFError, RuntimeError, ValueError, pickle.UnpicklingError, zipfile.BadZipFile):
-        return None
-    if not isinstance(saved, dict) or saved.get("config_id") != config_id or saved.get("fingerprint") != fingerprint:
-        return None
-    ids, logits = saved.get("global_id"), saved.get("logits")
-    if not (isinstance(ids, torch.Tensor) and isinstance(logits, torch.Tensor) and ids.dtype == torch.int64
-            and ids.dim() == 1 and logits.dtype == torch.float32 and logits.dim() == 2
-            and logits.shape[0] == ids.numel() and bool((ids[1:] > ids[:-1]).all())):
-        return None
-    return ids, logits
-
-
-def _stored_run(logits_file: Path, cid: str, rows: pd.DataFrame
-                ) -> tuple[pd.DataFrame, torch.Tensor, torch.Tensor] | None:
-    """A run stored with its curve and trusted logits: ``(rows, ids, logits)``; else ``None``."""
-    mine = rows[rows["config_id"] == cid]
-    if mine.empty or not mine["metric"].str.contains("[round=", regex=False).any():
-        return None
-    loaded = load_logits(logits_file, cid, rows_fingerprint(mine))
-    return None if loaded is None else (mine.reset_index(drop=True), *loaded)
-
-
 def bias_study(runs: Sequence[tuple[str, ExperimentConfig]], store: str | os.PathLike[str] | None = None,
                progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run the study of :func:`plan`: ``(table, curves)``.
@@ -253,77 +202,40 @@ def bias_study(runs: Sequence[tuple[str, ExperimentConfig]], store: str | os.Pat
     clients, seed, method label, test accuracy (%), local bias of logits and of probabilities against the
     reference of the same dataset, partition, K and seed. ``curves``: test accuracy (%) per epoch.
 
-    ``store`` (the notebook's ``results.csv``; ``None`` keeps everything in memory): each run is computed
-    only when the store lacks its rows (with the curve) or its logits file (:func:`logits_path`) is missing
-    or not trusted (:func:`load_logits`); a computed run's logits are written first, then its rows
-    (:func:`fglcore.results.rows_from_result` with ``curve=True``) with its run id, seconds and provenance,
-    as :func:`fglcore.experiment.sweep` stores a run. An interrupted study loses only the run in progress;
-    a stop request (:func:`fglcore.experiment.request_stop`, ``fgl stop``) ends it before its next computed
-    run with :class:`~fglcore.experiment.SweepStopped`. Several processes may run the study over one store
-    (``fgl run --workers``): as a sweep, each claims a run before computing it (:mod:`fglcore.claims`),
-    skips runs others have claimed and then waits for them, so every process returns the same frames.
-    Both ways give the same frames: the table and curves are read from the runs' result rows.
+    ``store`` (the notebook's ``results.csv``; ``None`` keeps everything in memory): the runs go through
+    :func:`fglcore.experiment.sweep` with the per-epoch curve and :data:`TEST_LOGITS` as the artifact, so
+    a run is computed only when the store lacks its rows or its logits file is missing or not trusted, the
+    logits are written before the rows, and the study resumes, honours ``fgl stop`` and shares its runs
+    between ``--workers`` as any sweep. Both ways give the same frames: the table and curves are read from
+    the runs' result rows.
     """
     from tqdm.auto import tqdm
 
-    from fglcore import experiment, runtime
-    from fglcore.claims import CLAIM_FOLDER, RunClaims
+    from fglcore import experiment
     from fglcore.metrics import local_bias
-    from fglcore.provenance import run_record
-    from fglcore.results import ResultStore, config_id, curve_values, rows_from_result, run_id
+    from fglcore.results import config_id, curve_values, rows_from_result
 
     runs = [(kind, experiment.as_config(config)) for kind, config in runs]  # all valid before any runs
+    for _, config in runs:
+        check_selection(config)
     keys = [(config.dataset, config.setting.split("partition=")[1], config.num_clients,
              config.seed - 1000 if kind == "floor" else config.seed, kind) for kind, config in runs]
     outputs: dict[tuple, tuple[pd.DataFrame, torch.Tensor, torch.Tensor]] = {}
-
-    def compute(config: ExperimentConfig) -> tuple[pd.DataFrame, torch.Tensor, torch.Tensor]:
-        start = time.perf_counter()
-        result, ids, logits = run_with_logits(config)
-        seconds = round(time.perf_counter() - start, 2)
-        rows = pd.DataFrame(rows_from_result(config, result, curve=True))
-        if store is not None:  # the logits first: rows in the store always had their logits written
-            save_logits(logits_path(store, config), config_id(config), rows_fingerprint(rows), ids, logits)
-            results.append(rows.to_dict("records"), run_id=run_id(config), seconds=seconds,
-                           provenance=run_record(runtime.get_device(config.device)))
-        return rows, ids, logits.detach().cpu().to(torch.float32)
-
     if store is None:
         for key, (_, config) in tqdm(list(zip(keys, runs)), disable=not progress, desc="local bias"):
-            outputs[key] = compute(config)
+            result, ids, logits = run_with_logits(config)
+            outputs[key] = pd.DataFrame(rows_from_result(config, result, curve=True)), ids, logits
     else:
-        results = ResultStore(store)
-        stop = results.path.parent / experiment.STOP_FILE
-        waiting = list(zip(keys, runs))
-        with tqdm(total=len(waiting), disable=not progress, desc="local bias") as bar, \
-                RunClaims(results.path.parent / CLAIM_FOLDER) as claims:
-            stored = results.read()
-            while waiting:
-                left = []
-                for key, (kind, config) in waiting:
-                    found = _stored_run(logits_path(store, config), config_id(config), stored)
-                    if found is None:
-                        if stop.exists():
-                            raise experiment.SweepStopped(
-                                f"local bias: stopped before {kind} {' '.join(map(str, key[:4]))}, as {stop} asks; "
-                                "every finished run is stored. Delete the file (fgl run does) and run again to "
-                                "resume.")
-                        rid = run_id(config)
-                        if not claims.acquire(rid):  # another worker computes it: come back to it
-                            left.append((key, (kind, config)))
-                            continue
-                        found = _stored_run(logits_path(store, config), config_id(config), results.read())
-                        if found is None:  # not stored by another worker since the last look
-                            bar.set_postfix_str(f"{kind} {' '.join(map(str, key[:4]))}")
-                            found = compute(config)
-                        claims.release(rid, stored=True)
-                    outputs[key] = found
-                    bar.update()
-                if left:
-                    bar.set_postfix_str(f"waiting for {len(left)} run(s) of other workers")
-                    time.sleep(experiment.CLAIM_POLL_SECONDS)
-                    stored = results.read()
-                waiting = left
+        rows = experiment.sweep([config for _, config in runs], store, progress=progress, desc="local bias",
+                                curve=True, artifact=TEST_LOGITS)
+        for key, (_, config) in zip(keys, runs):
+            cid = config_id(config)
+            mine = rows[rows["config_id"] == cid].reset_index(drop=True)
+            kept = TEST_LOGITS.load(store, cid, mine)
+            if kept is None:
+                raise RuntimeError(f"local bias: the logits of {cid} went missing or stale after the sweep stored "
+                                   "them (another process stored the run again?); run the study again")
+            outputs[key] = mine, kept["global_id"], kept["logits"]
     outputs = {key: outputs[key] for key in keys}  # in the order of ``runs``
     table, curves = [], []
     for (dataset, partition, k, seed, kind), (rows, ids, logits) in outputs.items():
@@ -361,6 +273,6 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-__all__ = ["edge_share_table", "run_with_logits", "bias_config", "plan", "bias_study", "summary", "logits_path",
-           "save_logits", "load_logits", "rows_fingerprint", "PAPER_DATASETS", "BIAS_ROWS", "PARTITIONS",
+__all__ = ["edge_share_table", "run_with_logits", "bias_config", "plan", "bias_study", "summary", "check_selection",
+           "TestLogits", "TEST_LOGITS", "PAPER_DATASETS", "BIAS_ROWS", "PARTITIONS",
            "EDGE_SHARE_CLIENTS", "PAPER_EDGE_SHARE", "LOGITS_FOLDER"]
