@@ -236,14 +236,14 @@ def test_llcg_without_correction_is_fedavg_and_the_correction_changes_the_model(
     assert corrected.history != plain.history
     server = algo.server
     assert len(server.correction_losses) == 2 * 3
-    nodes, edges, scored = server.batch()
+    nodes, edges, scored = server.sampler.draw()
     assert nodes.numel() == scored == 30 and (edges < 30).all()
     inside = torch.zeros(60, dtype=torch.bool)
     inside[nodes] = True
     assert edges.size(1) == int((inside[federation.data.edge_index[0]] & inside[federation.data.edge_index[1]]).sum())
     algo, neighbour = run("llcg", federation, algorithm_options={"server_sampler": "neighbour",
                                                                  "server_fanouts": [3, 2], "server_batch_ratio": 0.2})
-    nodes, edges, scored = algo.server.batch()
+    nodes, edges, scored = algo.server.sampler.draw()
     assert scored == 12 and nodes.numel() >= 12 and neighbour.history != corrected.history
     in_degree = torch.bincount(federation.data.edge_index[1], minlength=60)
     assert int((edges[1] < 12).sum()) == int(in_degree[nodes[:12]].clamp(max=3).sum())  # the seeds' fan-out
@@ -252,6 +252,35 @@ def test_llcg_without_correction_is_fedavg_and_the_correction_changes_the_model(
                                                                               "server_fanouts": [5]}})
     with pytest.raises(ConfigError, match="server_batch_ratio"):
         ExperimentConfig.from_dict({"algorithm": "llcg", "algorithm_options": {"server_batch_ratio": 0.0}})
+
+
+def test_llcg_local_mini_batches_train_on_sampled_subgraphs_of_the_clients_own_graph(monkeypatch):
+    from fglcore.algorithms.llcg import LocalBatchTrainer
+
+    federation = toy_federation()
+    options = {"server_updates": 0, "local_sampler": "subgraph", "local_updates": 3, "local_batch_ratio": 0.5}
+    algo, batched = run("llcg", federation, algorithm_options=options)
+    _, full = run("llcg", federation, algorithm_options={"server_updates": 0})
+    assert batched.history != full.history  # another local step than the full-batch one
+    assert batched.history == run("llcg", federation, algorithm_options=options)[1].history  # deterministic
+    for client, data in zip(algo.clients, federation.clients):
+        trainer = client.trainer
+        assert isinstance(trainer, LocalBatchTrainer) and trainer.sampler.num_nodes == int(data.num_nodes)
+        for nodes, edges, scored, train in trainer.batches():  # local nodes, local edges, some training node
+            assert scored == nodes.numel() == max(1, round(0.5 * int(data.num_nodes)))
+            assert int(nodes.max()) < int(data.num_nodes) and train.any() and (edges < scored).all()
+    seen = []
+    real = LocalBatchTrainer.batch_loss
+    monkeypatch.setattr(LocalBatchTrainer, "batch_loss", lambda self, batch: (seen.append(batch[2]),
+                                                                              real(self, batch))[1])
+    run("llcg", federation, algorithm_options=options)
+    steps = algo.config.rounds * len(federation.clients) * algo.config.local_epochs * 3  # batches with no training
+    assert 0 < len(seen) <= steps  # node are drawn and skipped
+    with pytest.raises(ConfigError, match="local_fanouts"):
+        ExperimentConfig.from_dict({"algorithm": "llcg", "algorithm_options": {"local_sampler": "neighbour",
+                                                                              "local_fanouts": [5]}})
+    with pytest.raises(ConfigError, match="local_sampler"):
+        ExperimentConfig.from_dict({"algorithm": "llcg", "algorithm_options": {"local_sampler": "cluster"}})
 
 
 # -- BNS-GCN and CAGNET on the distributed engine -----------------------------------------------------------------

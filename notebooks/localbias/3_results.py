@@ -35,6 +35,12 @@
 # {0.1, 0.01, 0.001} (App. D.3); the test accuracy is read at the
 # best-validation epoch. The paper reports one number per cell (no std, no
 # number of runs); we run several seeds and show mean ± std.
+#
+# The paper gives no baseline settings (digest A21); each baseline's module
+# docstring says what runs and which official-code detail is an option. One
+# that matters for reading LLCG's row: its clients take full-batch local steps
+# on their subgraphs here, where LLCG's code draws `local_updates` sampled
+# mini-batches a round (`algorithm_options={"local_sampler": "subgraph"}`).
 
 # %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
