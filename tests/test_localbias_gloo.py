@@ -53,6 +53,10 @@ def test_simulated_equals_gloo_with_sampling_and_dropout(variant, sampling):
             assert torch.allclose(value, b.final_state[name], atol=1e-6), name
     # the same messages, byte for byte, counted from what was sent
     assert merged_ledger(simulated).summary().equals(merged_ledger(gloo).summary())
+    # time inside the collectives: part of every Gloo epoch, none in one process
+    for a, b in zip(simulated, gloo):
+        assert a.exchange_seconds == [0.0] * spec.rounds and len(b.exchange_seconds) == spec.rounds
+        assert all(0 < x <= t for x, t in zip(b.exchange_seconds, b.epoch_seconds))
 
 
 def failing_client(rank, payload):

@@ -46,7 +46,9 @@ Options:
 One epoch = one sampled subgraph and one optimiser step (A7); each round of
 the engine is one epoch (``config.rounds``); ``config.local_epochs`` is not
 used. Evaluation is full distributed inference (A8). The run's extras
-(``RunResult.extras["localbias"]``) hold seconds per epoch, the bytes each
+(``RunResult.extras["localbias"]``) hold each client's median seconds per
+epoch (``epoch_seconds``) and, of those, inside collectives
+(``exchange_seconds``, on ``engine="gloo"``; 0 in one process), the bytes each
 client sent per epoch (counted from the messages) next to the dense formula
 of Table 1 (:mod:`fglcore.distributed.cost`), and the test logits by global
 node id.
@@ -173,8 +175,10 @@ class LocalBias(Algorithm):
                  **self.analytic_communication(spec, dims, k)}
                 for k in range(len(records))]
         seconds = [statistics.median(r.epoch_seconds) for r in records]
+        exchange = [statistics.median(r.exchange_seconds) for r in records]
         test = self.test_logits(result.selected_round)
-        extras = {"epoch_seconds": seconds, "communication": comm, "test_logits": test,
+        extras = {"epoch_seconds": seconds, "exchange_seconds": exchange, "communication": comm,
+                  "test_logits": test,
                   "selected_round": result.selected_round}
         if self.options["local_bias_reference"]:
             reference = self.central_test_logits()

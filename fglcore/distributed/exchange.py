@@ -16,6 +16,11 @@ An :class:`Exchange` moves those messages for the clients it hosts:
   row counts per pair) and sums weight gradients with ``all_reduce`` on the
   Gloo backend -- the server's sum of the paper realised as a collective.
 
+:class:`GlooExchange` also adds up the wall seconds its process spends inside
+the collectives (:attr:`Exchange.collective_seconds`: sending, receiving and
+waiting for the slowest peer), so an epoch's time splits into exchange and
+the rest; in one process nothing is exchanged and it stays 0.
+
 Both record every message they carry in a :class:`~fglcore.fl.channel.Ledger`
 (sender, receiver, epoch, name, shape, bytes of the tensor actually sent), so
 communication per client and epoch is counted from what crosses the wire,
@@ -31,6 +36,7 @@ from each sender (it knows them from the sampled node ids, see
 """
 from __future__ import annotations
 
+import time
 from typing import Mapping, Sequence
 
 import torch
@@ -55,6 +61,8 @@ class Exchange:
         self.num_clients = num_clients
         self.ledger = Ledger()
         self.epoch = 0  # the ledger's "round"
+        self.collective_seconds = 0.0
+        """Wall seconds spent so far inside ``torch.distributed`` collectives (0 without a process group)."""
 
     def record(self, sender: str, receiver: str, name: str, tensor: Tensor) -> None:
         self.ledger.record(Message(self.epoch, sender, receiver, name, tuple(tensor.shape),
@@ -136,6 +144,11 @@ class GlooExchange(Exchange):
         super().__init__([rank], num_clients)
         self.rank = rank
 
+    def _timed(self, collective, *args) -> None:
+        start = time.perf_counter()
+        collective(*args)
+        self.collective_seconds += time.perf_counter() - start
+
     def all_to_all(self, sends, recv_rows, width, dtype, name):
         self._record_sends(sends, name)
         me, k = self.rank, self.num_clients
@@ -150,7 +163,7 @@ class GlooExchange(Exchange):
         out_splits = [0 if src == me else int(recv_rows.get((src, me), 0)) for src in range(k)]
         send = torch.cat(parts).contiguous() if parts else torch.empty(0, width, dtype=dtype)
         recv = torch.empty(sum(out_splits), width, dtype=dtype)
-        dist.all_to_all_single(recv, send, out_splits, in_splits)
+        self._timed(dist.all_to_all_single, recv, send, out_splits, in_splits)
         pieces = torch.split(recv, out_splits)
         return {(src, me): pieces[src] for src in range(k) if (src, me) in recv_rows and src != me}
 
@@ -158,7 +171,7 @@ class GlooExchange(Exchange):
         (tensor,) = tensors
         self.record(client_name(self.rank), SERVER, name, tensor)
         total = tensor.clone()
-        dist.all_reduce(total)
+        self._timed(dist.all_reduce, total)
         self.record(SERVER, client_name(self.rank), name, total)
         return total
 
@@ -166,7 +179,7 @@ class GlooExchange(Exchange):
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in parameters]
         flat = torch.cat([g.reshape(-1) for g in grads])
         self.record_gradient_sum(flat, name)
-        dist.all_reduce(flat)
+        self._timed(dist.all_reduce, flat)
         offset = 0
         for p in parameters:
             n = p.numel()

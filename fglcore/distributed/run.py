@@ -6,8 +6,8 @@ over a :class:`~fglcore.distributed.trainer.DistributedTrainer`); only the
 process, or one per process on ``torch.distributed``'s Gloo backend, see
 :mod:`fglcore.distributed.launch`). Both return one :class:`ClientRecord`
 per client: its validation and test logits at every evaluated epoch, its
-share of each epoch's loss, its seconds per training epoch and the messages
-it sent (:class:`~fglcore.fl.channel.Message`). ``tests/test_localbias_gloo.py``
+share of each epoch's loss, its seconds per training epoch (and how many of
+them it spent inside collectives) and the messages it sent (:class:`~fglcore.fl.channel.Message`). ``tests/test_localbias_gloo.py``
 checks that the two give the same numbers.
 """
 from __future__ import annotations
@@ -57,6 +57,7 @@ class ClientRecord:
     logits: dict[int, dict[str, Tensor]] = field(default_factory=dict)  # epoch -> split -> logits
     loss: list[float] = field(default_factory=list)
     epoch_seconds: list[float] = field(default_factory=list)
+    exchange_seconds: list[float] = field(default_factory=list)  # of each epoch's seconds, inside collectives
     messages: list[Message] = field(default_factory=list)
     final_state: dict[str, Tensor] | None = None
 
@@ -78,6 +79,7 @@ def run_epochs(trainer: DistributedTrainer, spec: RunSpec) -> list[ClientRecord]
     state = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
     for record in records.values():
         record.epoch_seconds = list(trainer.epoch_seconds)
+        record.exchange_seconds = list(trainer.exchange_seconds)
         record.messages = [m for m in trainer.exchange.ledger.messages
                            if client_name(record.cid) in (m.sender, m.receiver)]
         record.final_state = state

@@ -85,6 +85,9 @@ class DistributedTrainer:
         self.generators = {s.cid: torch.Generator().manual_seed(client_seed(config.seed, s.cid)) for s in shards}
         self.draws = {s.cid: draw_distribution(s.y, s.masks["train"], options.label_source) for s in shards}
         self.epoch_seconds: list[float] = []
+        self.exchange_seconds: list[float] = []
+        """Per training epoch, the seconds of :attr:`epoch_seconds` spent inside collectives
+        (:attr:`~fglcore.distributed.exchange.Exchange.collective_seconds`; 0 in one process)."""
         exchange.epoch = 0
         sends = {pair: t for s in shards for pair, t in s.degree_messages().items()}
         rows = {pair: r for s in shards for pair, r in s.degree_rows().items()}
@@ -185,12 +188,13 @@ class DistributedTrainer:
 
     def train_epoch(self, epoch: int) -> dict[int, float]:
         """One epoch (one sampled subgraph, one optimiser step, A7); each hosted client's share of the loss."""
-        start = time.perf_counter()
+        start, exchanged = time.perf_counter(), self.exchange.collective_seconds
         self.exchange.epoch = epoch
         self.model.train()
         _, parts = self.gradients(self.sample_plans())
         self.optimizer.step()
         self.epoch_seconds.append(time.perf_counter() - start)
+        self.exchange_seconds.append(self.exchange.collective_seconds - exchanged)
         return {cid: float(part) for cid, part in parts.items()}
 
     def gradients(self, plans: dict[int, EpochPlan]) -> tuple[dict[int, Tensor], dict[int, Tensor]]:

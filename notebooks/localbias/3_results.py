@@ -172,7 +172,11 @@ print(compare.side_by_side(lt.labelled(comparison5, "5"), rows="row", columns="c
 # share two cores (oversubscribed) and the seconds mean little in absolute
 # terms; with `"simulated"` one process runs all clients one after another and
 # the epoch is divided by K. FedAvg runs in one process (seconds per round
-# divided by K). Read times only as **ratios within this run**. Memory is the
+# divided by K). Read times only as **ratios within this run**. On Gloo, the
+# seconds each client spent inside the collectives (sending, receiving and
+# waiting for the slowest peer) are measured too: `exchange_seconds_per_epoch`,
+# the part of the epoch that is communication on loopback (empty in one
+# process, where nothing is exchanged). Memory is the
 # paper's accounting (features in the autograd graph + parameters + sparse
 # adjacency, digest §6.3), computed from each client's sizes; bytes are
 # counted from the messages. These numbers are not stored in `results.csv`
@@ -191,7 +195,8 @@ print(shown[["dataset", "clients", "row", "MB per client", "MiB sent+received pe
 
 # %%
 print("seconds per epoch (two cores: ratios within this run only)")
-print(shown[["dataset", "clients", "row", "engine", "seconds_per_epoch"]].to_string(index=False))
+print(shown[["dataset", "clients", "row", "engine", "seconds_per_epoch", "exchange_seconds_per_epoch"]]
+      .to_string(index=False))
 print("ours over CAGNET and FedAvg, this run:")
 print(lt.cost_ratios(cost).round(3).to_string(index=False))
 print("the same ratios in the paper's Table 3 (params/localbias/paper.yaml):")

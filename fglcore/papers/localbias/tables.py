@@ -421,36 +421,35 @@ def memory_mb_per_client(config: ExperimentConfig, federation: Any) -> list[floa
 def measure_cost(config: ExperimentConfig) -> dict[str, Any]:
     """One Table 3 run: ``seconds_per_epoch`` (local-bias rows: each client's median epoch, mean over clients;
     on ``engine="simulated"`` one process runs every client, so its epoch is divided by K; FedAvg: the
-    in-process engine's wall seconds of training per round divided by K, its one evaluation included), the mean
+    in-process engine's wall seconds of training per round divided by K, its one evaluation included), of those
+    ``exchange_seconds_per_epoch`` inside collectives (Gloo runs: each client's median, mean over clients; NaN
+    otherwise, nothing crossing processes), the mean
     ``memory_mb_per_client`` (:func:`memory_mb_per_client`) and ``bytes_per_client_epoch`` (counted from the
     messages: local-bias sent + received, FedAvg the model up and down)."""
-    from fglcore import runtime
-    from fglcore.algorithms import ALGORITHMS
-    from fglcore.data.federation import build_federation
+    from fglcore.experiment import prepare
 
-    cls = ALGORITHMS.get(config.algorithm)
-    runtime.set_seed(config.seed)
-    runtime.set_flush_denormal()
-    federation = build_federation(config, keep_cross_edges=cls.needs_cross_edges)
-    memory = statistics.mean(memory_mb_per_client(config, federation))
-    algorithm = cls(config, federation, runtime.get_device(config.device))
+    algorithm = prepare(config)
+    memory = statistics.mean(memory_mb_per_client(config, algorithm.federation))
     start = time.perf_counter()  # the training only: loading and partitioning are left out
     result = algorithm.run()
     wall = time.perf_counter() - start
     k = config.num_clients
+    exchange = float("nan")
     if config.algorithm == "localbias":
         extras = result.extras["localbias"]
         seconds = statistics.mean(extras["epoch_seconds"])
-        if config.algorithm_options.get("engine", "simulated") == "simulated":
-            seconds /= k
-        traffic = statistics.mean(c["measured_total"] for c in extras["communication"])
         engine = config.algorithm_options.get("engine", "simulated")
+        if engine == "simulated":
+            seconds /= k
+        else:
+            exchange = statistics.mean(extras["exchange_seconds"])
+        traffic = statistics.mean(c["measured_total"] for c in extras["communication"])
     else:
         seconds = wall / config.rounds / k
         traffic = result.ledger.total_bytes() / config.rounds / k
         engine = "in-process"
-    return {"seconds_per_epoch": seconds, "memory_mb_per_client": memory, "bytes_per_client_epoch": traffic,
-            "engine": engine, "wall_seconds": wall}
+    return {"seconds_per_epoch": seconds, "exchange_seconds_per_epoch": exchange, "memory_mb_per_client": memory,
+            "bytes_per_client_epoch": traffic, "engine": engine, "wall_seconds": wall}
 
 
 def metric_rows(config: ExperimentConfig, metrics: Mapping[str, float]) -> list[dict[str, Any]]:
