@@ -23,9 +23,17 @@ r"""FedStruct's task-agnostic node structure features (NSFs), Aliakbari et al., 
   graph gives the same numbers, in minutes for Cora). The result is cached
   on disk by graph and step count (``cache_root()/structure/``).
 
+* :func:`node2vec_features` (Table 8, App. H: the server knows the global
+  graph): PyG's ``Node2Vec`` trained as the official code does (its
+  settings in :data:`NODE2VEC_DEFAULTS`). PyG's walk needs pyg-lib, which has
+  no wheel for this torch on the package index; the walk is then
+  :func:`uniform_random_walk`, node2vec's walk for its defaults p = q = 1
+  (other p, q are refused). Cached on disk by graph, width, seed and settings.
+
 Hop2Vec (learnable NSFs) has no generator: it is a parameter of the
-algorithm (:mod:`fglcore.algorithms.fedstruct`). GDV and Node2Vec (Table 8)
-need the global graph and are not implemented yet.
+algorithm (:mod:`fglcore.algorithms.fedstruct`). GDV (Table 8: orbit counts of
+the 73 orbits of graphlets up to 5 nodes, the official code's pure-Python
+ORCA port) is not implemented.
 """
 from __future__ import annotations
 
@@ -33,6 +41,7 @@ import hashlib
 import json
 import os
 import uuid
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -53,29 +62,44 @@ def degree_features(degree: Tensor, width: int = 256) -> Tensor:
     return F.one_hot(degree.long().clamp(0, width - 1), width).to(torch.float32)
 
 
-def return_probabilities(edge_index: Tensor, num_nodes: int, steps: int, cache: bool = True) -> Tensor:
-    r"""``float32[n, steps]``: :math:`(\hat A^k)_{vv}` for ``k = 1..steps`` (module docstring), cached on disk."""
-    from fglcore.data.datasets import data_checksum
-
-    payload = {"version": 1, "what": "fedstruct return probabilities", "steps": int(steps),
-               "graph": data_checksum(Data(edge_index=edge_index.cpu(), num_nodes=num_nodes))}
+def _cached(payload: dict, shape: tuple[int, int], compute, cache: bool = True) -> Tensor:
+    """``compute()`` kept on disk under ``cache_root()/structure/`` by the sha256 of ``payload`` (what was
+    computed, its settings and the graph's checksum); a cached tensor of another shape is computed again.
+    Written atomically (a temporary file, then :func:`os.replace`)."""
     path = cache_root() / "structure" / f"{hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()}.pt"
     if cache and path.is_file():
         values = torch.load(path, weights_only=True)
-        if isinstance(values, Tensor) and values.shape == (num_nodes, steps):
+        if isinstance(values, Tensor) and values.shape == shape:
             return values
-    adj = self_loop_adjacency(edge_index, num_nodes)
-    scale = 1.0 / np.sqrt(np.asarray(adj.sum(axis=1)).ravel())
-    symmetric = (sp.diags(scale) @ adj @ sp.diags(scale)).toarray()
-    eigenvalues, eigenvectors = np.linalg.eigh(symmetric)
-    powers = eigenvalues[:, None] ** np.arange(1, steps + 1)[None, :]  # (n, steps)
-    values = torch.from_numpy((eigenvectors**2) @ powers).to(torch.float32)
+    values = compute()
     if cache:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
         torch.save(values, partial)
         os.replace(partial, path)
     return values
+
+
+def _graph_checksum(edge_index: Tensor, num_nodes: int) -> str:
+    from fglcore.data.datasets import data_checksum
+
+    return data_checksum(Data(edge_index=edge_index.cpu(), num_nodes=num_nodes))
+
+
+def return_probabilities(edge_index: Tensor, num_nodes: int, steps: int, cache: bool = True) -> Tensor:
+    r"""``float32[n, steps]``: :math:`(\hat A^k)_{vv}` for ``k = 1..steps`` (module docstring), cached on disk."""
+    payload = {"version": 1, "what": "fedstruct return probabilities", "steps": int(steps),
+               "graph": _graph_checksum(edge_index, num_nodes)}
+
+    def compute() -> Tensor:
+        adj = self_loop_adjacency(edge_index, num_nodes)
+        scale = 1.0 / np.sqrt(np.asarray(adj.sum(axis=1)).ravel())
+        symmetric = (sp.diags(scale) @ adj @ sp.diags(scale)).toarray()
+        eigenvalues, eigenvectors = np.linalg.eigh(symmetric)
+        powers = eigenvalues[:, None] ** np.arange(1, steps + 1)[None, :]  # (n, steps)
+        return torch.from_numpy((eigenvectors**2) @ powers).to(torch.float32)
+
+    return _cached(payload, (num_nodes, steps), compute, cache)
 
 
 def fedstar_features(edge_index: Tensor, num_nodes: int, width: int = 256, rw_steps: int = 50) -> Tensor:
@@ -85,3 +109,98 @@ def fedstar_features(edge_index: Tensor, num_nodes: int, width: int = 256, rw_st
     degree = torch.bincount(edge_index[0].cpu(), minlength=num_nodes)
     return torch.cat([return_probabilities(edge_index, num_nodes, rw_steps),
                       degree_features(degree, width - rw_steps)], dim=1)
+
+
+NODE2VEC_DEFAULTS = {"walk_length": 20, "context_size": 10, "walks_per_node": 10, "num_negative_samples": 1,
+                     "lr": 0.01, "batch_size": 128, "epochs": 50}
+"""The official FedStruct code's Node2Vec settings (``config.yml`` ``node2vec``; digest §2.2), p = q = 1."""
+
+
+def check_unbiased(p: float, q: float) -> None:
+    """Biased node2vec walks (``p`` or ``q`` not 1) need pyg-lib, which is not installed: a clear error."""
+    if p != 1.0 or q != 1.0:
+        raise ConfigError(f"node2vec p, q: {p!r}, {q!r} need pyg-lib (biased walks), which is not installed; "
+                          "accepted here: p = q = 1")
+
+
+def uniform_random_walk(rowptr: Tensor, col: Tensor, start: Tensor, walk_length: int, p: float = 1.0,
+                        q: float = 1.0) -> Tensor:
+    """``int64[B, walk_length + 1]``: one uniform random walk from each node of ``start`` over the CSR graph
+    ``(rowptr, col)`` (torch's global RNG); a node without neighbours stays where it is, as pyg-lib's walk.
+    This is node2vec's walk for ``p = q = 1`` (Grover and Leskovec, KDD 2016, Sec. 3.2.2: every
+    neighbour equally likely); other ``p``, ``q`` need pyg-lib."""
+    check_unbiased(p, q)
+    degree = rowptr[1:] - rowptr[:-1]
+    node, walk = start, [start]
+    for _ in range(walk_length):
+        d = degree[node]
+        offset = (torch.rand(node.numel()) * d).long().clamp(max=(d - 1).clamp(min=0))
+        node = torch.where(d > 0, col[(rowptr[node] + offset).clamp(max=max(col.numel() - 1, 0))], node)
+        walk.append(node)
+    return torch.stack(walk, dim=1)
+
+
+def node2vec_model(edge_index: Tensor, num_nodes: int, embedding_dim: int, **settings: Any) -> torch.nn.Module:
+    """PyG's :class:`~torch_geometric.nn.models.Node2Vec` (its sampling of positive and negative windows, its
+    skip-gram loss, its loader). Without pyg-lib, PyG's constructor refuses; the model is then built with
+    :func:`uniform_random_walk` as its walk (p = q = 1), everything else PyG's own."""
+    from torch_geometric.index import index2ptr
+    from torch_geometric.nn.models import Node2Vec
+    from torch_geometric.typing import WITH_PYG_LIB
+    from torch_geometric.utils import sort_edge_index
+
+    o = {k: settings.get(k, NODE2VEC_DEFAULTS[k]) for k in ("walk_length", "context_size", "walks_per_node",
+                                                           "num_negative_samples")}
+    p, q = settings.get("p", 1.0), settings.get("q", 1.0)
+    if WITH_PYG_LIB:  # pragma: no cover - pyg-lib is not on the package index for this torch
+        return Node2Vec(edge_index, embedding_dim, num_nodes=num_nodes, p=p, q=q, **o)
+    model = Node2Vec.__new__(Node2Vec)
+    torch.nn.Module.__init__(model)
+    check_unbiased(p, q)
+    if o["walk_length"] < o["context_size"]:
+        raise ConfigError(f"node2vec walk_length: {o['walk_length']} is shorter than context_size "
+                          f"{o['context_size']}; accepted: walk_length >= context_size")
+    row, col = sort_edge_index(edge_index.cpu(), num_nodes=num_nodes)
+    model.random_walk_fn = uniform_random_walk
+    model.num_nodes, model.rowptr, model.col = num_nodes, index2ptr(row, num_nodes), col
+    model.EPS, model.embedding_dim, model.walk_length = 1e-15, embedding_dim, o["walk_length"] - 1
+    model.context_size, model.walks_per_node = o["context_size"], o["walks_per_node"]
+    model.p, model.q, model.num_negative_samples = p, q, o["num_negative_samples"]
+    model.embedding = torch.nn.Embedding(num_nodes, embedding_dim)
+    model.reset_parameters()
+    return model
+
+
+def node2vec_features(edge_index: Tensor, num_nodes: int, width: int = 256, seed: int = 0, cache: bool = True,
+                      **settings: Any) -> Tensor:
+    """``float32[n, width]``: Node2Vec NSF (Table 8, App. H), trained as the official code's
+    ``find_node2vect_embedings``: :func:`node2vec_model`, SparseAdam (``lr``), ``epochs`` passes of its loader
+    (``batch_size``, shuffled), the embedding table at the end. Deterministic for ``seed``; cached on disk
+    by graph, width, seed and settings.
+
+    The embedding's gradient is formed dense (an index-add, instead of the official ``sparse=True`` table's
+    uncoalesced sparse gradient, which took 2/3 of the time on Cora) and handed to SparseAdam as its
+    nonzero rows: the same lazy update of the rows a batch touched."""
+    o = {**NODE2VEC_DEFAULTS, **settings}
+    payload = {"version": 1, "what": "node2vec", "width": int(width), "seed": int(seed), "settings": o,
+               "graph": _graph_checksum(edge_index, num_nodes)}
+
+    def compute() -> Tensor:
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            model = node2vec_model(edge_index, num_nodes, width, **o)
+            optimizer = torch.optim.SparseAdam(list(model.parameters()), lr=o["lr"])
+            loader = model.loader(batch_size=o["batch_size"], shuffle=True)
+            model.train()
+            for _ in range(o["epochs"]):
+                for positive, negative in loader:
+                    optimizer.zero_grad()
+                    model.loss(positive, negative).backward()
+                    grad = model.embedding.weight.grad
+                    rows = grad.abs().sum(dim=1).nonzero().view(1, -1)  # the rows this batch touched
+                    model.embedding.weight.grad = torch.sparse_coo_tensor(
+                        rows, grad[rows[0]], grad.shape, is_coalesced=True, check_invariants=False)
+                    optimizer.step()
+            return model.embedding.weight.detach().clone().to(torch.float32)
+
+    return _cached(payload, (num_nodes, width), compute, cache)
