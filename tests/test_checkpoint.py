@@ -93,3 +93,18 @@ def test_interval_switch_and_unloadable_checkpoints(tmp_path, monkeypatch):
     broken.write_bytes(b"not a checkpoint")
     with pytest.warns(UserWarning, match="starts over"):
         assert RoundCheckpoint(broken, every_seconds=0).load() is None
+
+
+def test_a_checkpoint_keeps_registered_features_as_csr_and_restores_them_registered(tmp_path):
+    from fglcore.models.sparse_input import constant_features, is_registered
+
+    x = torch.zeros(400, 300)
+    x[torch.arange(400), torch.arange(400) % 300] = 1.0  # one nonzero a row: 0.3 % dense
+    constant_features(x)
+    other = torch.rand(50, 10)  # dense: pickled as it is
+    checkpoint = RoundCheckpoint(tmp_path / "run.pt", every_seconds=0)
+    checkpoint.save({"trainer": {"x": x, "again": x}, "other": other})
+    assert checkpoint.path.stat().st_size < x.numel() * x.element_size() / 10  # not the dense matrix
+    state = checkpoint.load()
+    assert torch.equal(state["trainer"]["x"], x) and state["trainer"]["x"] is state["trainer"]["again"]
+    assert is_registered(state["trainer"]["x"]) and torch.equal(state["other"], other)

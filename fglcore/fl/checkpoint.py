@@ -11,7 +11,11 @@ building, so the resumed run continues exactly where the saved one was and
 ends with the numbers of an uninterrupted run (``tests/test_checkpoint.py``).
 
 A checkpoint is a pickle of live objects: it is meant for resuming the same
-code, not for archiving. One that no longer loads (the code changed) is
+code, not for archiving. Node features registered as constant sparse inputs
+(:func:`fglcore.models.sparse_input.constant_features`) are written as their
+CSR matrix and densified on load, registered again: every object that held
+one tensor holds one tensor again, with the same values (Coauthor Physics'
+8,415 bag-of-words columns made a FedSpray checkpoint 2.7 GB dense). One that no longer loads (the code changed) is
 ignored with a warning and the run starts over. :func:`fglcore.experiment.sweep`
 keeps one per running configuration under ``.checkpoints/`` beside its
 results file and deletes it when the run's rows are stored.
@@ -24,6 +28,9 @@ import time
 import warnings
 from pathlib import Path
 from typing import Any
+
+import pickle
+import types
 
 import numpy as np
 import torch
@@ -56,6 +63,30 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+class _CompactPickler(pickle.Pickler):
+    """Pickles a registered constant feature tensor as its CSR matrix (:func:`_restore_features` on load)."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, torch.Tensor) and obj.layout == torch.strided:
+            from fglcore.models.sparse_input import registered_csr
+
+            matrix = registered_csr(obj)
+            if matrix is not None and matrix.device.type == "cpu":
+                return _restore_features, (matrix,)
+        return NotImplemented
+
+
+def _restore_features(matrix: torch.Tensor) -> torch.Tensor:
+    from fglcore.models.sparse_input import restore_constant
+
+    return restore_constant(matrix)
+
+
+_COMPACT = types.SimpleNamespace(Pickler=_CompactPickler, Unpickler=pickle.Unpickler, load=pickle.load,
+                                 __name__="pickle")
+"""``torch.save``'s ``pickle_module`` for checkpoints: the standard pickle with :class:`_CompactPickler`."""
+
+
 class RoundCheckpoint:
     """One run's checkpoint file, written atomically at most every ``every_seconds``."""
 
@@ -70,7 +101,7 @@ class RoundCheckpoint:
     def save(self, state: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_name(f".{self.path.name}.tmp")
-        torch.save({**state, "rng": rng_state()}, temporary)
+        torch.save({**state, "rng": rng_state()}, temporary, pickle_module=_COMPACT)
         os.replace(temporary, self.path)
         self._last_save = time.monotonic()
 
@@ -79,7 +110,9 @@ class RoundCheckpoint:
         if not self.path.exists():
             return None
         try:
-            state = torch.load(self.path, weights_only=False)
+            with warnings.catch_warnings():  # CSR features (see the module docstring) rebuild with a beta warning
+                warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
+                state = torch.load(self.path, weights_only=False)
         except Exception as error:  # noqa: BLE001 -- any unpickling failure means "start over"
             warnings.warn(f"ignoring checkpoint {self.path} that does not load ({error}); the run starts over")
             return None

@@ -101,6 +101,25 @@ def constant_features(x: Tensor) -> Tensor:
     return x
 
 
+def registered_csr(x: Tensor) -> Tensor | None:
+    """The CSR matrix kept for registered, unchanged ``x`` (``None`` otherwise): what a checkpoint stores of it."""
+    entry = _current(x)
+    return None if entry is None else entry.matrix
+
+
+def restore_constant(matrix: Tensor) -> Tensor:
+    """The dense tensor of CSR ``matrix`` (a :func:`registered_csr`), registered again with that matrix.
+
+    Densifying keeps every stored value, so the restored features equal the
+    registered ones and a resumed run computes what an uninterrupted one does.
+    """
+    x = matrix.to_dense()
+    entry = _Registered.__new__(_Registered)
+    entry.version, entry.matrix, entry.transpose, entry.derived = x._version, matrix, _csr(x.t()), {}
+    _REGISTERED[x] = entry
+    return x
+
+
 def _current(x: Tensor) -> _Registered | None:
     """``x``'s registration if it is unchanged since (same ``_version``), else ``None``."""
     entry = _REGISTERED.get(x)
