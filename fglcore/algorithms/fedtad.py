@@ -81,7 +81,7 @@ student of :mod:`fglcore.algorithms.ensemble_distillation` applied to
 FedTAD's server. What changes:
 
 * the teachers are the clients' own models, each rebuilt with its client's
-  architecture; the reliabilities :math:`\varpi_k(c)` are normalised over
+  architecture; the reliabilities :math:`\\varpi_k(c)` are normalised over
   all clients as before;
 * instead of one global model the server keeps **one student per client
   architecture** (:meth:`~fglcore.algorithms.base.Algorithm.architecture_groups`;
@@ -98,7 +98,7 @@ FedTAD's server. What changes:
   protocol) fine-tunes it, so it ends with its own architecture;
 * uploads and downloads are the whole model, parameters and buffers (the
   BatchNorm statistics of ``appnp_mlp`` make an evaluated teacher what its
-  client trained), plus :math:`\mathrm{ckr}_k`: still one upload and one
+  client trained), plus :math:`\\mathrm{ckr}_k`: still one upload and one
   download per client and round.
 
 With one model every client is in one group, which is the FedTAD above (the
