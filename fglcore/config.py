@@ -51,7 +51,8 @@ class ExperimentConfig:
     with its own width, depth and options (``hidden``, ``num_layers`` and
     ``model_options`` are then not used; ``num_clients`` must equal the
     list's length), accepted only by algorithms that never combine
-    parameters across clients
+    parameters across architectures (they exchange none, or distil one
+    student per architecture)
     (:attr:`~fglcore.algorithms.base.Algorithm.heterogeneous_models`).
     """
 

@@ -44,6 +44,10 @@ def test_opfgl_runs_the_authors_command_and_baselines_the_one_shot_protocol():
     assert by[("1", "fedavg_ft")].algorithm_options["local_epochs_grid"] == [5]
     assert by[("1", "fedspray")].algorithm_options["one_shot"] == {"local_epochs_grid": [5], "max_epochs": 20}
     assert by[("1", "fedspray")].rounds == 1 and by[("1", "local")].selection == "best_val"
+    for method in ("dense", "coboost", "fedtad"):  # the one-shot protocol: epochs grid, fine-tuning cap
+        options = by[("1", method)].algorithm_options
+        assert (by[("1", method)].rounds, options["local_epochs_grid"], options["max_epochs"]) == (1, [5], 20)
+    assert by[("1", "fedtad")].algorithm_options["fine_tune"] is True
     assert (by[("9", "fedavg")].rounds, by[("9", "fedavg")].setting) == (2, "rounds=2")
     assert (by[("9", "opfgl")].rounds, by[("9", "opfgl")].setting) == (1, "")
 
@@ -119,15 +123,18 @@ def test_tables_3_and_11_give_every_client_its_own_model_and_name_what_cannot_ru
     p = plan(tables=["3", "11"], datasets=["Cora", "CiteSeer", "ogbn-arxiv"])
     for table, partition in (("3", "louvain_plus"), ("11", "metis_plus")):
         configs = p["configs"][table]
-        assert {c.algorithm for c in configs} == {"local", "fedspray", "opfgl"}
+        assert {c.algorithm for c in configs} == set(ot.HETERO_METHODS)
         assert {c.dataset for c in configs} == {"Cora", "CiteSeer"}
-        assert len(configs) == 3 * 2 * 2  # methods x datasets x seeds
+        assert len(configs) == 6 * 2 * 2  # methods x datasets x seeds
         for c in configs:
             assert (c.model, c.num_clients, c.partition, c.table) == ("hetero", 10, partition, table)
     status = p["status"].set_index(["table", "dataset", "method"])["why"]
-    for method in ("fedtad", "dense", "coboost"):
-        assert status[("3", "Cora", method)] == "heterogeneous models not supported"
+    for method in ot.HETERO_METHODS:
+        assert status[("3", "Cora", method)] == "runs"
     assert status[("11", "CiteSeer", "opfgl")] == "runs"
+    p = plan(tables=["3"], datasets=["Cora"], methods=["local", "fedspray", "opfgl"])  # a profile's rows
+    assert p["status"].set_index(["table", "dataset", "method"])["why"][("3", "Cora", "dense")] == \
+        "not in this profile"
     assert status[("3", "ogbn-arxiv", "local")].startswith("data not available")
 
 

@@ -79,7 +79,9 @@ class Algorithm:
     heterogeneous_models: ClassVar[bool] = False
     """Whether each client may train its own architecture (``config.model`` a model list such as ``"hetero"``,
     :mod:`fglcore.models.model_lists`): declared ``True`` by an algorithm that never combines parameters across
-    clients and builds its client models through :meth:`init_models` / :meth:`make_client_model`. Not inherited
+    architectures (it exchanges none, or, as FedTAD, DENSE and Co-Boost, distils one student per architecture,
+    :meth:`architecture_groups`) and builds its client models through :meth:`init_models` /
+    :meth:`make_client_model`. Not inherited
     (a subclass may aggregate): each class declares it itself, see :meth:`accepts_model_lists`."""
     heterogeneous_models_unsupported: ClassVar[str] = ("it combines model parameters across clients, which "
                                                        "needs one architecture on every client")
@@ -211,6 +213,25 @@ class Algorithm:
             return self.make_model(in_channels, out_channels)
         return build_client_model(self.config.model, cid, in_channels, out_channels, dropout=self.config.dropout,
                                   task=self.task, cached=self.task == "node" if cached is None else cached)
+
+    def architecture_groups(self) -> list[tuple[str, list[int]]]:
+        """The clients grouped by architecture: ``(label, client ids)`` per distinct architecture, in the order of
+        each group's first client. Under a model list, clients whose entries are equal (model, width, depth and
+        options; :class:`~fglcore.models.model_lists.ClientModel`) share a group, e.g. ``hetero``'s clients 0
+        and 5 (both ``sgc K=2``); with one model, one group of every client, labelled ``config.model``."""
+        spec = MODELS.get(self.config.model)
+        cids = range(len(self.clients_data))
+        if not spec.is_list:
+            return [(self.config.model, list(cids))]
+        groups: list[tuple[Any, list[int]]] = []
+        for cid in cids:
+            entry = spec.clients[cid]
+            found = next((members for key, members in groups if key == entry), None)
+            if found is None:
+                groups.append((entry, [cid]))
+            else:
+                found.append(cid)
+        return [(entry.describe(), members) for entry, members in groups]
 
     def init_models(self) -> tuple[nn.Module | None, list[nn.Module]]:
         """The global model seeded by ``config.seed`` and one client model per client started from it.

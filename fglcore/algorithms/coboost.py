@@ -49,6 +49,13 @@ Defaults are the official ``co_boosting.sh`` and ``datafree_kd.py``
 ``hs`` 1, ``odseta`` 8/255, ``mu`` 0.01, ``wdc`` 0.99, ``wa_steps`` 1, weight
 decay 1e-4); the generator is FedTAD's conditional one (noise 32) in place of
 the code's image generator.
+
+Under a model list (``hetero``, O-pFGL's Tables 3/11) Co-Boost distils one
+student per client architecture from the ensemble of the clients' own
+models, and each client downloads and fine-tunes the student of its own
+architecture: a reading, not stated by the paper, described in
+:mod:`fglcore.algorithms.ensemble_distillation` (``student_init="fedavg"`` is
+then refused).
 """
 from __future__ import annotations
 
@@ -191,6 +198,7 @@ class CoBoost(EnsembleDistillation):
                 "2024; on graphs as in Yan et al., Towards Federated Graph Learning in One-shot Communication, "
                 "arXiv 2411.11304")
     server_class = CoBoostServer
+    heterogeneous_models = True  # one student per client architecture (reading in ensemble_distillation)
     default_options: ClassVar[dict[str, Any]] = {**EnsembleDistillation.default_options, **DEFAULTS}
     option_bounds: ClassVar[dict[str, Bounds]] = {
         **EnsembleDistillation.option_bounds, **SHARED_BOUNDS,

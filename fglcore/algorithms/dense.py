@@ -40,6 +40,13 @@ conditional node-feature generator (noise 32), conditioned on the target
 classes :math:`c`. The image
 augmentations of the pool (random crop and flip) have no graph counterpart
 and are left out.
+
+Under a model list (``hetero``, O-pFGL's Tables 3/11) DENSE distils one
+student per client architecture from the ensemble of the clients' own
+models, and each client downloads and fine-tunes the student of its own
+architecture: a reading, not stated by the paper, described in
+:mod:`fglcore.algorithms.ensemble_distillation` (``student_init="fedavg"`` is
+then refused).
 """
 from __future__ import annotations
 
@@ -124,4 +131,5 @@ class Dense(EnsembleDistillation):
     citation = ("Zhang et al., DENSE: Data-Free One-Shot Federated Learning, NeurIPS 2022; on graphs as in Yan et "
                 "al., Towards Federated Graph Learning in One-shot Communication, arXiv 2411.11304")
     server_class = DenseServer
+    heterogeneous_models = True  # one student per client architecture (reading in ensemble_distillation)
     default_options: ClassVar[dict[str, Any]] = {**EnsembleDistillation.default_options, **DEFAULTS}

@@ -37,6 +37,34 @@ whole pool in random order, one optimiser step per pooled graph (their
 **The student** starts from the shared initialisation (``student_init =
 "initial"``: both official codes distil into a freshly built ``get_model``),
 or from the FedAvg mean of the uploads (``"fedavg"``, FedTAD's choice).
+
+**Heterogeneous models** (a model list such as ``hetero``,
+:mod:`fglcore.models.model_lists`; O-pFGL's Tables 3/11, where "only FedTAD,
+FedSpray, DENSE and Co-Boost can run"). *A reading, not stated by the
+paper*, which does not say how it ran them: the natural extension of
+data-free ensemble distillation to clients of different architectures.
+
+* The teachers are the clients' own uploaded models, each rebuilt on the
+  server with its client's architecture
+  (:func:`~fglcore.models.build_client_model`); the ensemble is unchanged.
+* The server distils the ensemble into **one student per client
+  architecture** (:meth:`~fglcore.algorithms.base.Algorithm.architecture_groups`:
+  clients whose list entries are equal share one, e.g. ``hetero``'s clients
+  0 and 5, both SGC K=2): a model of that architecture starting from the
+  shared initialisation of the first client that has it
+  (``student_init="initial"``; ``"fedavg"`` is refused, there is no mean of
+  different architectures). The distillations run one after another in the
+  order of each architecture's first client, each with a fresh generator and
+  the same settings, drawing from the same seeded RNG, so a seed fixes them
+  all.
+* Each client downloads only its architecture's student
+  (:meth:`DistillationServer.payload_for`) and fine-tunes it with the shared
+  protocol, so every client ends with its own architecture. The ledger still
+  holds one upload (its model) and one download (its student) per client.
+
+With one model every client is in one group and the run is exactly the
+single-student one above (the same numbers). The server's work grows with
+the number of distinct architectures (nine for ``hetero``).
 """
 from __future__ import annotations
 
@@ -49,11 +77,11 @@ from torch import Tensor, nn
 from fglcore.algorithms.base import Trainer
 from fglcore.algorithms.fedavg_ft import FedAvgFT, FineTuneClient, OneShotServer
 from fglcore.checks import POSITIVE, Bounds
-from fglcore.config import ConfigError
+from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
 from fglcore.fl.engine import Client, Payload
 from fglcore.fl.parameters import weighted_mean
-from fglcore.models import build_model
+from fglcore.models import MODELS, build_client_model
 from fglcore.models.node_generator import NodeFeatureGenerator
 
 STUDENT_INITS = ("initial", "fedavg")
@@ -149,39 +177,72 @@ def disjoint_union(graphs: Sequence[SyntheticGraph]) -> tuple[Tensor, Tensor, li
 
 
 class DistillationServer(OneShotServer):
-    """Receives every client model once, distils their ensemble into the student (:meth:`distill`, the
-    method's), sends the student once. ``parameters`` holds the student's whole ``state_dict``."""
+    """Receives every client model once, distils their ensemble into one student per client architecture
+    (:meth:`distill`, the method's), sends each client its architecture's student once.
 
-    def __init__(self, initial: Mapping[str, Tensor], model_factory: Callable[[], nn.Module],
-                 options: Mapping[str, Any], num_features: int, num_classes: int):
-        super().__init__(dict(initial))
+    ``initials[cid]`` is client ``cid``'s shared initial ``state_dict`` (with one model, the same for every
+    client), ``model_factory(cid)`` builds a fresh, uncached model of client ``cid``'s architecture, and
+    ``groups`` lists ``(label, client ids)`` per distinct architecture
+    (:meth:`~fglcore.algorithms.base.Algorithm.architecture_groups`). ``students`` holds each group's distilled
+    ``state_dict``; ``parameters`` the first group's (with one model: the one student every client gets).
+    """
+
+    def __init__(self, initials: Sequence[Mapping[str, Tensor]], model_factory: Callable[[int], nn.Module],
+                 groups: Sequence[tuple[str, Sequence[int]]], options: Mapping[str, Any], num_features: int,
+                 num_classes: int):
+        self.groups = [(label, list(members)) for label, members in groups]
+        self.initials = [dict(state) for state in initials]
+        super().__init__(self.initials[self.groups[0][1][0]])
+        self.group_of = {cid: g for g, (_, members) in enumerate(self.groups) for cid in members}
         self.model_factory = model_factory
         self.options = dict(options)
         self.num_features = num_features
         self.num_classes = num_classes
+        self.students: list[dict[str, Tensor]] = []
         self.report: dict[str, Any] = {}
 
     def aggregate(self, updates: Mapping[int, Payload], weights: Mapping[int, float], round: int) -> None:
+        """One distillation per architecture, in the order of :attr:`groups`, each with a fresh generator and
+        every client's model as teacher; a model list's report lists them under ``"students"``."""
         teachers = self.teachers_from(updates)
-        student = self.initial_student(updates, weights)
-        generator = NodeFeatureGenerator(self.options["noise_dim"], self.num_classes, self.num_features)
-        self.distill(teachers, student, generator.to(next(student.parameters()).device))
-        self.parameters = {k: v.detach().clone() for k, v in student.state_dict().items()}
+        self.students, reports = [], []
+        for label, members in self.groups:
+            student = self.initial_student(updates, weights, members)
+            generator = NodeFeatureGenerator(self.options["noise_dim"], self.num_classes, self.num_features)
+            self.distill(teachers, student, generator.to(next(student.parameters()).device))
+            self.students.append({k: v.detach().clone() for k, v in student.state_dict().items()})
+            reports.append({"architecture": label, "clients": list(members), **self.report})
+        self.parameters = self.students[0]
+        if len(self.groups) > 1:
+            self.report = {"students": reports}
+
+    def payload_for(self, client: Client, round: int) -> Payload | None:
+        """Nothing before the upload; then the student of the client's own architecture."""
+        if round == 1:
+            return None
+        return dict(self.students[self.group_of[client.cid]])
 
     def teachers_from(self, updates: Mapping[int, Payload]) -> list[nn.Module]:
-        """The uploaded client models, in client order, in eval mode and frozen."""
+        """The uploaded client models, each of its client's architecture, in client order, in eval mode and
+        frozen."""
         teachers = []
         for cid in sorted(updates):
-            model = self.model_factory()
+            model = self.model_factory(cid)
             model.load_state_dict(updates[cid])
             teachers.append(model.eval().requires_grad_(False))
         return teachers
 
-    def initial_student(self, updates: Mapping[int, Payload], weights: Mapping[int, float]) -> nn.Module:
-        """The student before distillation: the shared initialisation, or the FedAvg mean (``student_init``)."""
-        student = self.model_factory()
-        state = dict(self.parameters)
+    def initial_student(self, updates: Mapping[int, Payload], weights: Mapping[int, float],
+                        members: Sequence[int] | None = None) -> nn.Module:
+        """The student of the architecture of ``members`` (default: the first group) before distillation: the
+        shared initialisation of its first client, or (one model only) the FedAvg mean of every upload
+        (``student_init``)."""
+        first = (self.groups[0][1] if members is None else members)[0]
+        student = self.model_factory(first)
+        state = dict(self.initials[first])
         if self.options["student_init"] == "fedavg":
+            if len(self.groups) > 1:
+                raise ValueError("student_init='fedavg' needs one architecture on every client")
             order = sorted(updates)
             names = [n for n, _ in student.named_parameters()]
             state.update(weighted_mean([{n: updates[c][n] for n in names} for c in order],
@@ -274,10 +335,6 @@ class EnsembleDistillation(FedAvgFT):
     server_class: ClassVar[type[DistillationServer]] = DistillationServer
     secure_aggregation_unsupported = ("the server distils the ensemble of the individual client models, so it "
                                       "must see each one")
-    heterogeneous_models_unsupported = (
-        "its server distils the ensemble into one student that every client downloads and fine-tunes, so every "
-        "client would end with the student's architecture, not its own; O-pFGL's paper (Tables 3/11) does not "
-        "say which student it used or how the clients kept their own models")
     default_options: ClassVar[dict[str, Any]] = {
         **{k: v for k, v in FedAvgFT.default_options.items() if k != "share"}, **SHARED_DEFAULTS}
     option_choices: ClassVar[dict[str, tuple[str, ...]]] = {"student_init": STUDENT_INITS}
@@ -291,20 +348,36 @@ class EnsembleDistillation(FedAvgFT):
                               f"synthesis_size ({merged['synthesis_size']}), the nodes of a synthetic graph")
         return merged
 
-    def server_model(self) -> nn.Module:
-        """A fresh, uncached copy of the clients' architecture for the server's teachers and student."""
+    @classmethod
+    def check_config(cls, config: ExperimentConfig) -> None:
+        super().check_config(config)
+        spec = MODELS.get(config.model)
+        if spec.is_list and cls.check_options(config.algorithm_options)["student_init"] == "fedavg":
+            raise ConfigError(
+                f"algorithm_options.student_init: 'fedavg' is not accepted with the model list {config.model!r} "
+                f"({spec.describe_clients()}): the FedAvg mean of the uploads needs one architecture on every "
+                f"client; accepted: 'initial' (each architecture's student starts from its first client's "
+                f"initialisation)")
+
+    def server_model(self, cid: int = 0) -> nn.Module:
+        """A fresh, uncached model of client ``cid``'s architecture (a teacher or a student on the server);
+        building it leaves the global RNG alone."""
         c = self.config
-        return build_model(c.model, int(self.federation.num_features), c.hidden, int(self.federation.num_classes),
-                           num_layers=c.num_layers, dropout=c.dropout, task="node", cached=False,
-                           seed=c.seed).to(self.device)
+        return build_client_model(c.model, cid, int(self.federation.num_features), int(self.federation.num_classes),
+                                  hidden_channels=c.hidden, num_layers=c.num_layers, dropout=c.dropout, task="node",
+                                  cached=False, seed=c.seed).to(self.device)
 
     def build(self, channel: Channel) -> tuple[DistillationServer, list[Client]]:
         global_model, models = self.init_models()
-        initial = {k: v.detach().clone().to(self.device) for k, v in global_model.state_dict().items()}
-        server = self.server_class(initial, self.server_model, self.options, int(self.federation.num_features),
-                                   int(self.federation.num_classes))
-        names = [n for n, _ in global_model.named_parameters()]
-        clients = [self.make_client(cid, self.make_trainer(model, cid), names) for cid, model in enumerate(models)]
+        if global_model is None:  # a model list: each client's own initialisation, kept before any training
+            initials = [{k: v.detach().clone().to(self.device) for k, v in m.state_dict().items()} for m in models]
+        else:
+            initial = {k: v.detach().clone().to(self.device) for k, v in global_model.state_dict().items()}
+            initials = [initial] * len(models)
+        server = self.server_class(initials, self.server_model, self.architecture_groups(), self.options,
+                                   int(self.federation.num_features), int(self.federation.num_classes))
+        clients = [self.make_client(cid, self.make_trainer(model, cid), [n for n, _ in model.named_parameters()])
+                   for cid, model in enumerate(models)]
         return server, clients
 
     def make_client(self, cid: int, trainer: Trainer, shared: Sequence[str]) -> DistillClient:

@@ -72,6 +72,37 @@ reports the ``E`` with the best validation accuracy
 ``fedavg_ft``), and ``fine_tune=True`` then fine-tunes the downloaded model
 as ``fedavg_ft`` does (:data:`OPFGL_ONE_SHOT`). ``local_epochs_grid=None``
 (default) is the ordinary multi-round FedTAD (Tables 9/10: 100 rounds).
+
+**Heterogeneous models** (a model list such as ``hetero``,
+:mod:`fglcore.models.model_lists`; O-pFGL's Tables 3/11 report FedTAD among
+the methods that "can run"). *A reading, not stated by the paper*, which
+does not say how it ran FedTAD with ten architectures: the per-architecture
+student of :mod:`fglcore.algorithms.ensemble_distillation` applied to
+FedTAD's server. What changes:
+
+* the teachers are the clients' own models, each rebuilt with its client's
+  architecture; the reliabilities :math:`\\varpi_k(c)` are normalised over
+  all clients as before;
+* instead of one global model the server keeps **one student per client
+  architecture** (:meth:`~fglcore.algorithms.base.Algorithm.architecture_groups`;
+  ``hetero``'s clients 0 and 5, both SGC K=2, share one). FedTAD's start,
+  the FedAvg mean, is taken over the uploads of the clients of that
+  architecture only (a client alone with its architecture: its own upload);
+  the initial parameters (the opening broadcast of the multi-round run) are
+  those of the architecture's first client. Each student is distilled from
+  every client's model with the losses above, in the order of each
+  architecture's first client, with a generator and two Adam optimisers of
+  its own (every generator starts from the same seeded initialisation; the
+  noise is drawn from one seeded RNG in that order);
+* each client downloads only its architecture's student and (one-shot
+  protocol) fine-tunes it, so it ends with its own architecture;
+* uploads and downloads are the whole model, parameters and buffers (the
+  BatchNorm statistics of ``appnp_mlp`` make an evaluated teacher what its
+  client trained), plus :math:`\\mathrm{ckr}_k`: still one upload and one
+  download per client and round.
+
+With one model every client is in one group, which is the FedTAD above (the
+same numbers).
 """
 from __future__ import annotations
 
@@ -90,9 +121,10 @@ from fglcore.algorithms.fedavg_ft import (EPOCHS_GRID, ONE_SHOT_BOUNDS, ONE_SHOT
 from fglcore.algorithms.training import client_seed
 from fglcore.checks import POSITIVE, Bounds
 from fglcore.config import ConfigError
+from fglcore.fl.channel import Channel
 from fglcore.fl.engine import Client, Payload
 from fglcore.fl.parameters import load_payload, module_payload, weighted_mean
-from fglcore.models import build_model
+from fglcore.models import MODELS, build_client_model
 from fglcore.models.node_generator import NodeFeatureGenerator
 
 TOPOLOGY_EMBEDDINGS = ("code", "rwpe")
@@ -196,57 +228,112 @@ def weighted_cross_entropy(logits: Tensor, labels: Tensor, weights: Tensor) -> T
     return (weights.to(per_node.dtype) * sums / counts).sum()
 
 
-class FedTADServer(FedAvgServer):
-    """FedAvg's mean, then data-free distillation of the clients' models into it (module docstring)."""
+class StudentSlot:
+    """One architecture's distillation on FedTAD's server: the clients that have it, its parameters, the
+    student model with its persistent Adam, and the generator trained against it with its Adam (FedTAD keeps
+    both optimisers across rounds). Every slot's generator starts from the same seeded initialisation."""
 
-    def __init__(self, parameters: dict[str, Tensor], student: nn.Module, teachers: Sequence[nn.Module],
-                 num_classes: int, num_features: int, options: Mapping[str, Any], weight_decay: float, seed: int,
-                 opening: bool):
-        super().__init__(parameters)
-        o = self.options = dict(options)
-        self.opening = opening
-        self.student, self.teachers = student, list(teachers)
-        for teacher in self.teachers:
-            teacher.requires_grad_(False)
+    def __init__(self, label: str, clients: Sequence[int], parameters: dict[str, Tensor], student: nn.Module,
+                 num_classes: int, num_features: int, options: Mapping[str, Any], weight_decay: float, seed: int):
+        self.label, self.clients = label, list(clients)
+        self.parameters = {name: value.detach().clone() for name, value in parameters.items()}
+        self.student = student
         device = next(student.parameters()).device
-        self.rng = torch.Generator(device=device).manual_seed(seed)
         with torch.random.fork_rng(devices=[]):  # the generator's initialisation, without touching the global RNG
             torch.manual_seed(seed)
-            self.generator = NodeFeatureGenerator(o["noise_dim"], num_classes, num_features,
-                                                  dropout=o["gen_dropout"]).to(device)
-        self.generator_optimizer = torch.optim.Adam(self.generator.parameters(), lr=o["lr_g"],
+            self.generator = NodeFeatureGenerator(options["noise_dim"], num_classes, num_features,
+                                                  dropout=options["gen_dropout"]).to(device)
+        self.generator_optimizer = torch.optim.Adam(self.generator.parameters(), lr=options["lr_g"],
                                                     weight_decay=weight_decay)
-        self.student_optimizer = torch.optim.Adam(self.student.parameters(), lr=o["lr_d"], weight_decay=weight_decay)
-        self.labels = generated_labels(o["num_gen"], num_classes).to(device)
+        self.student_optimizer = torch.optim.Adam(self.student.parameters(), lr=options["lr_d"],
+                                                  weight_decay=weight_decay)
         self.history: list[dict[str, float]] = []
+
+
+class FedTADServer(FedAvgServer):
+    """Per architecture (one with one model): the FedAvg mean of its clients' uploads, then data-free
+    distillation of every client's model into it (module docstring).
+
+    ``parameters[g]`` and ``students[g]`` are group ``g``'s initial parameters and server model, ``groups``
+    its ``(label, client ids)`` (:meth:`~fglcore.algorithms.base.Algorithm.architecture_groups`),
+    ``teachers[cid]`` a model of client ``cid``'s architecture. ``whole_state``: uploads and downloads are
+    whole ``state_dict`` s (a model list, whose BatchNorm buffers the teachers need), else parameters.
+    ``parameters``, ``student``, ``generator`` and ``history`` are the first group's.
+    """
+
+    def __init__(self, parameters: Sequence[dict[str, Tensor]], students: Sequence[nn.Module],
+                 teachers: Sequence[nn.Module], groups: Sequence[tuple[str, Sequence[int]]], num_classes: int,
+                 num_features: int, options: Mapping[str, Any], weight_decay: float, seed: int, opening: bool,
+                 whole_state: bool = False):
+        super().__init__(parameters[0])
+        o = self.options = dict(options)
+        self.opening, self.whole_state = opening, whole_state
+        self.teachers = list(teachers)
+        for teacher in self.teachers:
+            teacher.requires_grad_(False)
+        device = next(students[0].parameters()).device
+        self.rng = torch.Generator(device=device).manual_seed(seed)
+        self.slots = [StudentSlot(label, members, state, student, num_classes, num_features, o, weight_decay, seed)
+                      for (label, members), state, student in zip(groups, parameters, students)]
+        self.slot_of = {cid: slot for slot in self.slots for cid in slot.clients}
+        self.labels = generated_labels(o["num_gen"], num_classes).to(device)
+
+    @property
+    def student(self) -> nn.Module:
+        return self.slots[0].student
+
+    @property
+    def generator(self) -> NodeFeatureGenerator:
+        return self.slots[0].generator
+
+    @property
+    def history(self) -> list[dict[str, float]]:
+        return self.slots[0].history
 
     def aggregate(self, updates: Mapping[int, Payload], weights: Mapping[int, float], round: int) -> None:
         order = list(updates)
-        models = [{k: v for k, v in updates[c].items() if k in self.parameters} for c in order]
-        self.parameters = weighted_mean(models, [weights[c] for c in order])
         ckr = torch.stack([updates[c][RELIABILITY].double() for c in order])
-        for teacher, model in zip(self.teachers, models):
-            load_payload(teacher, model)
-        load_payload(self.student, self.parameters)
-        self.distill(self.teachers[:len(order)], normalize_reliability(ckr, self.options["reliability_normalization"]))
-        self.parameters = {k: v.detach().clone() for k, v in module_payload(self.student).items()
-                           if k in self.parameters}
+        reliability = normalize_reliability(ckr, self.options["reliability_normalization"])
+        for c in order:
+            self.load(self.teachers[c], {k: v for k, v in updates[c].items() if k != RELIABILITY})
+        teachers = [self.teachers[c] for c in order]
+        for slot in self.slots:
+            members = [c for c in order if c in slot.clients]
+            if not members:
+                continue
+            models = [{k: v for k, v in updates[c].items() if k in slot.parameters} for c in members]
+            slot.parameters = weighted_mean(models, [weights[c] for c in members])
+            self.load(slot.student, slot.parameters)
+            self.distill(teachers, reliability, slot)
+            state = slot.student.state_dict() if self.whole_state else module_payload(slot.student)
+            slot.parameters = {k: v.detach().clone() for k, v in state.items() if k in slot.parameters}
+        self.parameters = self.slots[0].parameters
 
-    def distill(self, teachers: Sequence[nn.Module], reliability: Tensor) -> None:
-        """``glb_epochs`` rounds of generator steps then global-model steps (module docstring)."""
+    def load(self, model: nn.Module, state: Mapping[str, Tensor]) -> None:
+        """``state`` into ``model``: the whole ``state_dict`` (:attr:`whole_state`) or its parameters."""
+        if self.whole_state:
+            model.load_state_dict(state)
+        else:
+            load_payload(model, state)
+
+    def distill(self, teachers: Sequence[nn.Module], reliability: Tensor, slot: StudentSlot | None = None) -> None:
+        """``glb_epochs`` rounds of generator steps then student steps (module docstring), for ``slot``
+        (default: the first architecture's)."""
         o, c = self.options, self.labels
+        slot = self.slots[0] if slot is None else slot
+        student, generator = slot.student, slot.generator
         reliability = reliability.to(c.device)
         for teacher in teachers:
             teacher.eval()
         for _ in range(o["glb_epochs"]):
             z = torch.randn(o["num_gen"], o["noise_dim"], generator=self.rng, device=c.device)
-            self.generator.train()
-            self.student.eval()
+            generator.train()
+            student.eval()
             for _ in range(o["it_g"]):
-                self.generator_optimizer.zero_grad(set_to_none=True)
-                x = self.generator(z, c)
+                slot.generator_optimizer.zero_grad(set_to_none=True)
+                x = generator(z, c)
                 edges = knn_graph(x, o["topk"])
-                student_out = self.student(x, edges)
+                student_out = student(x, edges)
                 semantic = diverge = torch.zeros((), device=c.device)
                 for k, teacher in enumerate(teachers):
                     teacher_out = teacher(x, edges)
@@ -255,27 +342,29 @@ class FedTADServer(FedAvgServer):
                 spread = len(teachers) * diversity_loss(z, x)
                 generator_loss = o["lam1"] * semantic + diverge + o["lam2"] * spread
                 generator_loss.backward()
-                self.generator_optimizer.step()
-            self.generator.eval()
-            self.student.train()
+                slot.generator_optimizer.step()
+            generator.eval()
+            student.train()
             with torch.no_grad():
-                x = self.generator(z, c)
+                x = generator(z, c)
                 edges = knn_graph(x, o["topk"])
                 targets = [teacher(x, edges) for teacher in teachers]
             for _ in range(o["it_d"]):
-                self.student_optimizer.zero_grad(set_to_none=True)
-                out = self.student(x, edges)
+                slot.student_optimizer.zero_grad(set_to_none=True)
+                out = student(x, edges)
                 loss = sum(weighted_l1(out, t, c, reliability[k]) for k, t in enumerate(targets))
                 loss.backward()
-                self.student_optimizer.step()
-            self.history.append({"generator_loss": float(generator_loss.detach()), "semantic_loss": float(semantic.detach()),
-                                 "distill_loss": float(loss.detach())})
-        self.student.eval()
+                slot.student_optimizer.step()
+            slot.history.append({"generator_loss": float(generator_loss.detach()),
+                                 "semantic_loss": float(semantic.detach()), "distill_loss": float(loss.detach())})
+        student.eval()
 
     def payload_for(self, client: Client, round: int) -> Payload | None:
+        """Nothing before the first upload in the one-shot protocol; else the parameters of the client's
+        architecture."""
         if round == 1 and not self.opening:
             return None
-        return super().payload_for(client, round)
+        return dict(self.slot_of[client.cid].parameters)
 
 
 class FedTADClient(FineTuneClient):
@@ -286,8 +375,18 @@ class FedTADClient(FineTuneClient):
         super().__init__(cid, trainer, epochs, shared, num_nodes)
         self.reliability = reliability
 
+    whole_state = False
+    """Whether the model travels as its whole ``state_dict`` (under a model list), else as its parameters."""
+
+    def receive(self, payload: Payload, round: int) -> None:
+        if self.whole_state:
+            self.model.load_state_dict(payload)
+        else:
+            super().receive(payload, round)
+
     def upload(self) -> Payload:
-        return {**super().upload(), RELIABILITY: self.reliability.to(torch.float32)}
+        model = {k: v.detach() for k, v in self.model.state_dict().items()} if self.whole_state else super().upload()
+        return {**model, RELIABILITY: self.reliability.to(torch.float32)}
 
 
 @register_algorithm
@@ -302,10 +401,7 @@ class FedTAD(OneShotProtocol, FedAvg):
     secure_aggregation_unsupported = ("the server distils from every client's own model, weighted by that client's "
                                       "class reliability, so it needs the individual uploads")
     one_shot_optional = True
-    heterogeneous_models_unsupported = (
-        "its server averages the client models (FedAvg) and distils the ensemble into that average, which every "
-        "client downloads; ten architectures have no average, and O-pFGL's paper (Tables 3/11) does not say how "
-        "it ran FedTAD with heterogeneous models")
+    heterogeneous_models = True  # one student per client architecture (reading in the module docstring)
     default_options: ClassVar[dict[str, Any]] = {
         "topology_embedding": "code", "walk_length": 5, "reliability_normalization": "clients",
         "topk": 5, "num_gen": 100, "noise_dim": 32, "gen_dropout": 0.0, "glb_epochs": 5, "it_g": 1, "it_d": 5,
@@ -332,22 +428,47 @@ class FedTAD(OneShotProtocol, FedAvg):
     def fine_tunes(self) -> bool:
         return self.options["fine_tune"]
 
-    def server_model(self) -> nn.Module:
-        """A model of the clients' architecture that is not bound to a graph (it runs on pseudo-graphs); its
+    def server_model(self, cid: int = 0) -> nn.Module:
+        """A model of client ``cid``'s architecture that is not bound to a graph (it runs on pseudo-graphs); its
         initial weights are overwritten by the uploads, and building it leaves the global RNG alone."""
         c = self.config
-        in_channels, out_channels = self.client_dims()[0]
-        return build_model(c.model, in_channels, c.hidden, out_channels, num_layers=c.num_layers,
-                           dropout=c.dropout, task="node", cached=False, seed=c.seed).to(self.device)
+        in_channels, out_channels = self.client_dims()[cid]
+        return build_client_model(c.model, cid, in_channels, out_channels, hidden_channels=c.hidden,
+                                  num_layers=c.num_layers, dropout=c.dropout, task="node", cached=False,
+                                  seed=c.seed).to(self.device)
 
-    def make_server(self, parameters: dict[str, Tensor]) -> FedTADServer:
+    def build(self, channel: Channel) -> tuple[FedTADServer, list[Client]]:
+        """FedAvg's build with one model; under a model list, each client shares its own model's parameters and
+        buffers, and each architecture starts from its first client's initialisation."""
+        if not MODELS.get(self.config.model).is_list:
+            return super().build(channel)
+        _, models = self.init_models()
+        groups = self.architecture_groups()
+        initials = [{k: v.detach().clone().to(self.device) for k, v in models[members[0]].state_dict().items()}
+                    for _, members in groups]
+        server = self.make_server(initials, groups)
+        clients = []
+        for cid, model in enumerate(models):
+            client = self.make_client(cid, self.make_trainer(model, cid), [n for n, _ in model.named_parameters()])
+            client.whole_state = True
+            clients.append(client)
+        return server, clients
+
+    def make_server(self, parameters: dict[str, Tensor] | Sequence[dict[str, Tensor]],
+                    groups: Sequence[tuple[str, Sequence[int]]] | None = None) -> FedTADServer:
+        """The server; ``parameters`` the initial shared parameters (one model, FedAvg's build) or each
+        architecture's initial state (``groups``, under a model list)."""
         if self.options["num_gen"] < self.num_classes:
             raise ConfigError(f"algorithm_options.num_gen: {self.options['num_gen']} is not accepted; accepted: at "
                               f"least the number of classes ({self.num_classes}), one generated node per class")
-        teachers = [self.server_model() for _ in self.clients_data]
+        whole_state = groups is not None
+        groups = self.architecture_groups() if groups is None else groups
+        states = list(parameters) if whole_state else [parameters]
+        teachers = [self.server_model(cid) for cid in range(len(self.clients_data))]
+        students = [self.server_model(members[0]) for _, members in groups]
         in_channels, _ = self.client_dims()[0]
-        return FedTADServer(parameters, self.server_model(), teachers, self.num_classes, in_channels, self.options,
-                            self.config.weight_decay, self.config.seed, self.opening_broadcast())
+        return FedTADServer(states, students, teachers, groups, self.num_classes, in_channels, self.options,
+                            self.config.weight_decay, self.config.seed, self.opening_broadcast(), whole_state)
 
     def reliability(self, cid: int) -> Tensor:
         """Client ``cid``'s :math:`\\mathrm{ckr}` (steps 1-3), from its own data and a seed of its own."""

@@ -7,8 +7,12 @@ The list fixes the number of clients, and each entry its own width, depth
 and options (``config.hidden``, ``config.num_layers`` and
 ``config.model_options`` are not used; ``config.dropout`` is passed to the
 entries whose model has dropout). Only algorithms that never combine
-parameters across clients accept a list
-(:attr:`fglcore.algorithms.base.Algorithm.heterogeneous_models`).
+parameters across architectures accept a list
+(:attr:`fglcore.algorithms.base.Algorithm.heterogeneous_models`): those that
+exchange none of the client model's parameters (Standalone, FedSpray,
+O-pFGL) and the data-free distillations FedTAD, DENSE and Co-Boost, whose
+servers distil one student per architecture
+(:meth:`fglcore.algorithms.base.Algorithm.architecture_groups`).
 
 O-pFGL's heterogeneous-model setting (Yan et al., arXiv 2411.11304,
 App. A.3.7, Tables 3 and 11; digest §3.10): ten clients, "coupled GNNs:

@@ -75,10 +75,9 @@ print(f"profile {profile}: results go to {paths.display_path(out)}")
 # (`not implemented` rows fill in when it is); ogbn-arxiv and ogbn-products
 # have no offline copy here (`data not available`), so their columns show the
 # paper's numbers alone. In Tables 3 and 11 every client trains its own
-# architecture; FedTAD, DENSE and Co-Boost read `heterogeneous models not
-# supported`: their servers average the client models (FedTAD) or distil
-# them into one student that every client downloads (DENSE, Co-Boost), and
-# the paper does not say how it ran them with ten architectures.
+# architecture; a method that cannot keep it reads `heterogeneous models not
+# supported` (none of the paper's six rows: see section 2 for how FedTAD,
+# DENSE and Co-Boost run there).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -104,6 +103,14 @@ print(ot.count_runs(plan["configs"]).to_string(index=False))
 # K = 2, and `hetero_paper` has the SSGC the paper lists). O-pFGL exchanges
 # only statistics and the pseudo-graph, Standalone nothing, and FedSpray only
 # its encoder and proxies, so each client keeps its own model throughout.
+# FedTAD, DENSE and Co-Boost distil the ensemble of the clients' own models
+# into one student per architecture (of that architecture: DENSE and Co-Boost
+# from its first client's initialisation, FedTAD from the mean of its clients'
+# uploads), which only the clients of that architecture download and
+# fine-tune. The paper does not say how it ran them; this is our reading
+# (`fglcore.algorithms.ensemble_distillation`, `fglcore.algorithms.fedtad`).
+# DENSE, Co-Boost and FedTAD run the one-round protocol with fine-tuning in
+# every table (App. A.7).
 
 # %%
 # NBVAL_CHECK_OUTPUT

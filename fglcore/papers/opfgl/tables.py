@@ -39,6 +39,11 @@ communication round to one round ... local epochs tuned from 1 to 100",
 * ``fedspray``: the same one-round protocol (``algorithm_options.one_shot``)
   on FedSpray's own optimiser settings (lr 0.003, λ1 = 1, the paper's
   reading of Algorithm 1);
+* ``dense``, ``coboost``: the same one-round protocol (epochs grid, the
+  fine-tuning cap ``max_epochs``) around their server distillation;
+* ``fedtad``: the same, with fine-tuning switched on
+  (:data:`fglcore.algorithms.fedtad.OPFGL_ONE_SHOT`: App. A.7 fine-tunes
+  FedAvg, FedTAD, DENSE and Co-Boost);
 * any other registered baseline: one round with its own defaults.
 
 Tables 3 and 11 (heterogeneous models, App. A.3.7) give each of the 10
@@ -46,11 +51,14 @@ clients its own architecture (``model="hetero"``,
 :mod:`fglcore.models.model_lists`, in the authors' client order). Their rows
 are Standalone, FedTAD, FedSpray, DENSE, Co-Boost and O-pFGL (the others
 aggregate parameters); a method runs when it accepts a model list
-(:meth:`~fglcore.algorithms.base.Algorithm.accepts_model_lists`: ``local``,
-``fedspray``, whose GNN is never sent, and ``opfgl``), and the others show
-``heterogeneous models not supported``: FedTAD's server averages the client
-models and DENSE's and Co-Boost's distil into one student every client
-downloads, and the paper does not say how it ran them with ten architectures.
+(:meth:`~fglcore.algorithms.base.Algorithm.accepts_model_lists`): ``local``,
+``fedspray``, whose GNN is never sent, ``opfgl``, and ``fedtad``, ``dense``
+and ``coboost``, whose servers distil one student per client architecture
+that only the clients of that architecture download and fine-tune (a
+reading: the paper does not say how it ran them with ten architectures; see
+:mod:`fglcore.algorithms.ensemble_distillation` and
+:mod:`fglcore.algorithms.fedtad`). A method that accepts none shows
+``heterogeneous models not supported``.
 O-pFGL runs the dataset's and partition's command as in Table 1/6
 (``run_main.sh`` publishes no ``--method hete`` command; reading: the
 same command with the model list), the baselines their one-round protocol.
@@ -95,7 +103,7 @@ MORE = ["Computers", "Photo", "CS", "Physics"]
 BACKBONES = ["sage", "gat", "sgc"]
 """Tables 17/18's backbones (GraphSAGE, GAT, SGC; 2 layers of 64 where the model has layers)."""
 HETERO_METHODS = ["local", "fedtad", "fedspray", "dense", "coboost", "opfgl"]
-"""Rows of Tables 3 and 11 (heterogeneous models): the methods that exchange no parameters of the client GNNs."""
+"""Rows of Tables 3 and 11 (heterogeneous models): the methods that average no parameters across architectures."""
 
 TABLES: dict[str, dict[str, Any]] = {
     "1": {"partition": "louvain_plus", "num_clients": 10, "datasets": PLANETOID + OGB, "methods": METHODS},
@@ -201,6 +209,12 @@ def baseline_fields(method: str, *, epochs_grid: Sequence[int], max_epochs: int,
         return {"rounds": 1, "lr": BASELINE_LR, "algorithm_options": ft}
     if method == "fedspray":
         return {"rounds": 1, "lr": FEDSPRAY_LR, "algorithm_options": {"one_shot": ft}}
+    if method in ("dense", "coboost"):
+        return {"rounds": 1, "lr": BASELINE_LR, "algorithm_options": ft}
+    if method == "fedtad":
+        from fglcore.algorithms.fedtad import OPFGL_ONE_SHOT
+
+        return {"rounds": 1, "lr": BASELINE_LR, "algorithm_options": {**OPFGL_ONE_SHOT, **ft}}
     return {"rounds": 1, "lr": BASELINE_LR}
 
 
