@@ -347,7 +347,61 @@ def test_structure_only_fused_simulation_follows_the_clients(federation):
 @pytest.mark.parametrize("key,value,accepted", [
     ("norm_layers", "shared", "local, averaged"),
     ("branches", "feature", "both, structure, structure_inference"),
+    ("h2v_fedavg", "states", "weights, gradients"),
 ])
 def test_new_options_are_validated(key, value, accepted):
     with pytest.raises(ConfigError, match=f"algorithm_options.{key}: '{value}' is not accepted.*accepted: {accepted}"):
         config(**{key: value})
+
+
+# --------------------------------------------------------------------------- Hop2Vec's S under FedAvg (h2v_fedavg)
+
+
+def test_fedavg_h2v_gradients_steps_s_with_the_mean_gradient_as_the_official_code(federation):
+    """Official "WA": S never travels; its gradients go up, their n_i/n mean comes down and every client steps
+    S with it, so S stays the same on every client; the default averages S as a weight instead."""
+    channel = RecordingChannel()
+    cfg = config(nsf="h2v", training="fedavg", h2v_fedavg="gradients", config={"local_epochs": 1})
+    algorithm = ALGORITHMS.get("fedstruct")(cfg, federation, CPU)
+    server, clients = algorithm.build(channel)
+    initial = clients[0].s.detach().clone()
+    from fglcore.fl.engine import run_rounds
+
+    run_rounds(server, clients, channel, rounds=3, num_classes=CLASSES, selection="last")
+    training = [(s, r, rnd, p) for s, r, rnd, p in channel.payloads if rnd >= 1]
+    assert not any("S" in p for *_, p in training)  # S itself is never sent
+    ups = [(s, rnd, p["grad_S"]) for s, r, rnd, p in training if r == "server"]
+    assert len(ups) == 3 * K
+    weights = torch.tensor([int(c.num_nodes) for c in federation.clients], dtype=torch.float32)
+    weights = weights / weights.sum()
+    for rnd in (1, 2, 3):
+        mean = sum(w * g for (s, r, g), w in zip([u for u in ups if u[1] == rnd], weights))
+        for _, receiver, _, payload in [t for t in training if t[0] == "server" and t[2] == rnd + 1]:
+            assert torch.allclose(payload["grad_S"], mean, atol=1e-7), (rnd, receiver)
+    assert not torch.equal(clients[0].s, initial)  # S trained
+    for client in clients[1:]:
+        assert torch.equal(client.s, clients[0].s)  # the same S everywhere
+    weights_mode = ALGORITHMS.get("fedstruct")(config(nsf="h2v", training="fedavg", config={"local_epochs": 1}),
+                                               federation, CPU)
+    weights_mode.run()
+    assert not torch.allclose(weights_mode.clients[0].s, clients[0].s, atol=1e-6)  # the option changes S
+
+
+def test_fedavg_h2v_gradients_equals_averaging_s_for_one_client(federation):
+    """With one client the mean gradient is the client's own: both FedAvg readings of S give the same run."""
+    data = federation.data
+    assignment = torch.zeros(N, dtype=torch.long)
+    one = NodeFederation("sbm", data, build_clients(data, assignment, keep_cross_edges=True), CLASSES, FEATURES,
+                         assignment)
+    runs = [ALGORITHMS.get("fedstruct")(config(nsf="h2v", training="fedavg", h2v_fedavg=mode,
+                                               config={"num_clients": 1, "local_epochs": 1}), one, CPU) for mode in ("weights", "gradients")]
+    histories = [a.run().history for a in runs]
+    for a, b in zip(*histories):
+        assert a["test_accuracy"] == pytest.approx(b["test_accuracy"])
+        assert a["test_loss"] == pytest.approx(b["test_loss"], abs=1e-6)
+    assert torch.allclose(runs[0].clients[0].s, runs[1].clients[0].s, atol=1e-6)
+
+
+def test_fedavg_h2v_gradients_takes_one_local_step():
+    with pytest.raises(ConfigError, match="local_epochs: h2v_fedavg='gradients'.*accepted: 1, got 2"):
+        config(nsf="h2v", training="fedavg", h2v_fedavg="gradients", config={"local_epochs": 2})

@@ -72,8 +72,23 @@ checks the ledger).
   (:mod:`fglcore.algorithms.fedsgd`, algorithm ``fedsgd``): one FedSGD in
   the package;
 * ``"fedavg"`` (official "WA"): ``config.local_epochs`` local Adam steps on
-  :math:`\theta` (and :math:`S`), then the weighted mean of the weights
-  (and of :math:`S`).
+  :math:`\theta`, then the weighted mean of the weights. Hop2Vec's
+  :math:`S` (option ``h2v_fedavg``): ``"weights"`` (default; FedAvg's rule
+  applied to :math:`S` as to every other weight: local Adam steps, then the
+  weighted mean of :math:`S`, McMahan et al.'s Alg. 1 -- the paper gives no
+  FedAvg variant of Alg. 2) or ``"gradients"``, the official code's: its
+  ``Server.joint_train_w`` (``JavadAliakbari/FedStruct``, ``src/server.py``)
+  collects only the :math:`S` gradients (``get_grads(self.clients, True)``,
+  ``just_SFV``: ``Classifier.get_model_grads`` of ``src/classifier.py``),
+  sums them with ``coef`` :math:`n_i/n`, sets the sum on every client
+  (``share_grads``) and lets each client's Adam step :math:`S` with it
+  beside its local step on :math:`\theta`; :math:`S` is not in the averaged
+  ``state_dict`` (commented out there). Here each client uploads its
+  weights and ``grad_S`` (the gradient at the received :math:`\theta` and
+  :math:`S`), the server returns the weighted means, and each client steps
+  :math:`S` with the mean gradient on receipt, before it trains or is
+  evaluated: the official trajectory. One local step per round
+  (``local_epochs`` 1), as the official "WA";
 
 **Normalisation layers** (option ``norm_layers``): both MLPs start with a
 LayerNorm (``input_layer_norm``, official code, digest §4.5 and item 16).
@@ -167,6 +182,7 @@ from fglcore.runtime import set_seed
 NSF = ("h2v", "deg", "fedstar")
 BRANCHES = ("both", "structure", "structure_inference")
 NORM_LAYERS = ("local", "averaged")
+H2V_FEDAVG = ("weights", "gradients")
 PRE_TRAINING = 0  # ledger round of the structural sharing that precedes training
 GRAD_S = "grad_S"
 S_NAME = "S"
@@ -306,8 +322,9 @@ class FedStructClient(Client):
     def __init__(self, cid: int, num_samples: int, model: FedStructModel, data: Data, abar: sp.csr_matrix,
                  s: Tensor, learnable_s: bool, config: ExperimentConfig, training: str, loss: str,
                  device: torch.device, averaged: Callable[[str], bool] | None = None,
-                 structure_inference: bool = False):
+                 structure_inference: bool = False, s_gradients: bool = False):
         super().__init__(cid, num_samples)
+        self.s_gradients = s_gradients  # FedAvg: S stepped with the mean gradient (h2v_fedavg="gradients")
         self.model = model.to(device)
         self.training, self.loss_kind, self.epochs = training, loss, config.local_epochs
         self.averaged, self.structure_inference = averaged, structure_inference
@@ -350,6 +367,8 @@ class FedStructClient(Client):
         s = payload.pop(S_NAME, None)
         load_payload(self.model, payload)
         if grad_s is not None:  # Alg. 2: S <- S - lambda_s grad_S L (here through Adam, as the server's theta)
+            if self.training == "fedavg":  # the mean grad_S steps S alone (h2v_fedavg="gradients")
+                self.model.zero_grad(set_to_none=True)
             self.s.grad = grad_s.to(self.s.device, self.s.dtype)
             self.optimizer.step()
             self.s.grad = None
@@ -364,6 +383,12 @@ class FedStructClient(Client):
             if self.learnable_s:
                 update[GRAD_S] = (self.s.grad if self.s.grad is not None else torch.zeros_like(self.s)).detach()
             return update
+        if self.s_gradients:  # official "WA" with Hop2Vec: a local step on theta, S's gradient to the server
+            self._step()
+            grad_s = self.s.grad if self.s.grad is not None else torch.zeros_like(self.s)
+            self.s.grad = None
+            self.optimizer.step()
+            return {**module_payload(self.model, include=self.averaged), GRAD_S: grad_s.detach()}
         for _ in range(self.epochs):
             self._step()
             self.optimizer.step()
@@ -450,11 +475,12 @@ class FedStruct(Algorithm):
         "abar_protocol": "clients", "structure_dim": 256, "structure_hidden": [256], "rw_steps": 50,
         "h2v_init_std": 0.05, "training": "fedsgd", "weighting": "nodes", "loss": "logits",
         "input_layer_norm": True, "norm_layers": "local", "branches": "both", "simulation": "clients",
+        "h2v_fedavg": "weights",
     }
     option_choices = {"nsf": NSF, "pruning": PRUNING, "abar_protocol": ("clients", "server"),
                       "training": ("fedsgd", "fedavg"), "weighting": WEIGHTINGS,
                       "loss": ("logits", "double_softmax"), "norm_layers": NORM_LAYERS, "branches": BRANCHES,
-                      "simulation": ("clients", "fused")}
+                      "simulation": ("clients", "fused"), "h2v_fedavg": H2V_FEDAVG}
     option_bounds = {"structure_hops": POSITIVE, "feature_hops": NON_NEGATIVE, "prune_p": POSITIVE,
                      "structure_dim": POSITIVE, "h2v_init_std": Bounds(above=0)}
     citation = "Aliakbari, Östman and Graell i Amat, Decoupled Subgraph Federated Learning, ICLR 2025"
@@ -473,6 +499,9 @@ class FedStruct(Algorithm):
         if o["simulation"] == "fused" and o["training"] != "fedsgd":
             raise ConfigError("algorithm_options.simulation: 'fused' simulates FedSGD only; use simulation='clients' "
                               f"with training={o['training']!r}")
+        if o["h2v_fedavg"] == "gradients" and o["training"] == "fedavg" and config.local_epochs != 1:
+            raise ConfigError(f"local_epochs: h2v_fedavg='gradients' (the official FedAvg of Hop2Vec's S) takes one "
+                              f"local step per round, as the official code; accepted: 1, got {config.local_epochs}")
         if o["nsf"] == "fedstar" and not 1 <= o["rw_steps"] < o["structure_dim"]:
             raise ConfigError(f"algorithm_options.rw_steps: Fed* needs 1 <= rw_steps < structure_dim "
                               f"({o['structure_dim']}), got {o['rw_steps']}")
@@ -504,13 +533,14 @@ class FedStruct(Algorithm):
                                    self.device, structure_inference)
             return None, [CentralView(k, w, learner) for k, w in enumerate(weights)]
         averaged = self.averaged_parameter_predicate(model)
+        s_gradients = o["training"] == "fedavg" and o["nsf"] == "h2v" and o["h2v_fedavg"] == "gradients"
         server = FedStructServer(copy.deepcopy(model), c, o["training"], averaged)
         participants = []
         for k, data in enumerate(clients):
             weight = weights[k]
             participants.append(FedStructClient(k, weight, copy.deepcopy(model), data, abar[k], structure[k],
                                                 o["nsf"] == "h2v", c, o["training"], o["loss"], self.device,
-                                                averaged, structure_inference))
+                                                averaged, structure_inference, s_gradients))
         return server, participants
 
     def averaged_parameter_predicate(self, model: FedStructModel) -> Callable[[str], bool] | None:
