@@ -11,7 +11,8 @@ from torch_geometric.data import Data
 from torch_geometric.utils import stochastic_blockmodel_graph
 
 from fglcore.algorithms import ALGORITHMS
-from fglcore.algorithms.fedstruct import distributed_abar, server_abar
+from fglcore.algorithms import fedstruct as fedstruct_module
+from fglcore.algorithms.fedstruct import cached_abar, distributed_abar, server_abar
 from fglcore.algorithms.training import make_optimizer
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import NodeFederation, build_clients
@@ -51,6 +52,13 @@ def graph(seed: int = 0) -> Data:
     train, val, test = (torch.zeros(N, dtype=torch.bool) for _ in range(3))
     train[perm[:18]], val[perm[18:30]], test[perm[30:]] = True, True, True
     return Data(x=x, y=y, edge_index=edge_index, train_mask=train, val_mask=val, test_mask=test, num_nodes=N)
+
+
+@pytest.fixture(autouse=True)
+def fresh_abar_cache(tmp_path, monkeypatch):
+    """Every test computes Alg. 3 itself (its messages pass through the test's channel): an empty cache each."""
+    monkeypatch.setattr(fedstruct_module, "cache_root", lambda: tmp_path)
+    return tmp_path
 
 
 @pytest.fixture(scope="module")
@@ -405,3 +413,41 @@ def test_fedavg_h2v_gradients_equals_averaging_s_for_one_client(federation):
 def test_fedavg_h2v_gradients_takes_one_local_step():
     with pytest.raises(ConfigError, match="local_epochs: h2v_fedavg='gradients'.*accepted: 1, got 2"):
         config(nsf="h2v", training="fedavg", h2v_fedavg="gradients", config={"local_epochs": 2})
+
+
+# --------------------------------------------------------------------------- Alg. 3 computed once per partition
+
+
+@pytest.mark.parametrize("protocol,pruning", [("clients", "global"), ("clients", "none"), ("server", "global")])
+def test_a_stored_alg3_gives_the_same_rows_ledger_and_run(federation, fresh_abar_cache, protocol, pruning):
+    """The second run with the same graph, partition and setting reads Alg. 3's result back: the same rows bit for
+    bit, the same messages in its ledger (so the same communication totals), the same numbers."""
+    cfg = config(nsf="deg", abar_protocol=protocol, pruning=pruning)
+    first = ALGORITHMS.get("fedstruct")(cfg, federation, CPU).run()
+    assert len(list(fresh_abar_cache.glob("fedstruct_abar/*.pt"))) == 1
+    channel = RecordingChannel()
+    second = ALGORITHMS.get("fedstruct")(cfg, federation, CPU).run(channel)
+    assert not any("abar_block_values" in p or "abar_values" in p for *_, p in channel.payloads)  # not sent again
+    assert second.ledger.messages == first.ledger.messages
+    assert second.history == first.history
+    other = ALGORITHMS.get("fedstruct")(config(nsf="h2v", abar_protocol=protocol, pruning=pruning), federation,
+                                        CPU).run()  # another row on the same partition shares it
+    assert other.ledger.select(round=0, name="abar_block_values" if protocol == "clients" else "abar_values") == \
+        first.ledger.select(round=0, name="abar_block_values" if protocol == "clients" else "abar_values")
+    assert len(list(fresh_abar_cache.glob("fedstruct_abar/*.pt"))) == 1
+    rows = cached_abar(federation.data, federation.assignment, federation.clients, 3, pruning, 4, protocol, Channel())
+    again = cached_abar(federation.data, federation.assignment, federation.clients, 3, pruning, 4, protocol, Channel(),
+                        cache=False)
+    for a, b in zip(rows, again):
+        assert (a != b).nnz == 0 and a.dtype == b.dtype == np.float64
+
+
+def test_another_setting_or_partition_is_another_alg3(federation, fresh_abar_cache):
+    cached_abar(federation.data, federation.assignment, federation.clients, 3, "global", 4, "clients", Channel())
+    cached_abar(federation.data, federation.assignment, federation.clients, 2, "global", 4, "clients", Channel())
+    cached_abar(federation.data, federation.assignment, federation.clients, 3, "global", 3, "clients", Channel())
+    moved = federation.assignment.clone()
+    moved[0] = (moved[0] + 1) % K
+    clients = build_clients(federation.data, moved, keep_cross_edges=True)
+    cached_abar(federation.data, moved, clients, 3, "global", 4, "clients", Channel())
+    assert len(list(fresh_abar_cache.glob("fedstruct_abar/*.pt"))) == 4

@@ -152,7 +152,14 @@ set by the parameter files, not here.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import math
+import os
+import pickle
+import uuid
+from dataclasses import astuple
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -172,11 +179,12 @@ from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import cross_blocks
 from fglcore.data.multihop import PRUNING, multihop_adjacency, prune_at, prune_top, to_torch_sparse, top_values_threshold
 from fglcore.data.node_structure import degree_features, fedstar_features
-from fglcore.fl.channel import Channel
+from fglcore.fl.channel import Channel, Message
 from fglcore.fl.engine import SERVER, Client, Payload, Server
 from fglcore.fl.parameters import gradient_payload, load_payload, module_payload, norm_parameter_names
 from fglcore.metrics import Prediction, minority_mask
 from fglcore.models.fedstruct import FedStructModel
+from fglcore.paths import cache_root
 from fglcore.runtime import set_seed
 
 NSF = ("h2v", "deg", "fedstar")
@@ -285,6 +293,64 @@ def server_abar(data: Data, assignment: Tensor, clients: list[Data], hops: int, 
         out.append(sp.csr_matrix((got["abar_values"].numpy(), (got["abar_rows"].numpy(), got["abar_cols"].numpy())),
                                  shape=(int(client.num_nodes), abar.shape[1])))
     return out
+
+
+ABAR_CACHE_VERSION = 1
+ABAR_CACHE_MAX_VALUES = 4_000_000
+"""Alg. 3 results with more stored values than this (the unpruned "-F" powers of denser graphs) are not cached."""
+
+
+def abar_cache_path(data: Data, clients: list[Data], hops: int, pruning: str, p: int, protocol: str) -> Path:
+    """``cache_root()/fedstruct_abar/<sha256>.pt``: the key covers everything :func:`distributed_abar` and
+    :func:`server_abar` read -- the graph's edges and node count, each client's node ids, intra and cross
+    edges in client order -- and ``hops``, ``pruning``, ``p`` and ``protocol``."""
+    digest = hashlib.sha256(json.dumps({"version": ABAR_CACHE_VERSION, "hops": int(hops), "pruning": pruning,
+                                        "p": int(p), "protocol": protocol, "num_nodes": int(data.num_nodes)},
+                                       sort_keys=True).encode())
+    for tensor in (data.edge_index, *(t for c in clients for t in (c.global_id, c.edge_index, c.cross_edge_index))):
+        digest.update(str((tuple(tensor.shape), str(tensor.dtype))).encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return cache_root() / "fedstruct_abar" / f"{digest.hexdigest()}.pt"
+
+
+def cached_abar(data: Data, assignment: Tensor, clients: list[Data], hops: int, pruning: str, p: int,
+                protocol: str, channel: Channel, cache: bool = True) -> list[sp.csr_matrix]:
+    r"""Every client's rows :math:`\bar A^{[i]}` by ``protocol`` (:func:`distributed_abar` or
+    :func:`server_abar`), computed once per graph, partition and setting and read back afterwards.
+
+    Alg. 3 is deterministic, so a stored result is the computation's result: the rows (float64 CSR, bit for
+    bit) and the messages it sent, which are written into ``channel``'s ledger again as if sent (the same
+    ledger, so the same communication totals). A FedStruct table reuses one partition for several rows
+    (Deg, Fed⋆, H2V, H2V s; Fig. 4(a)'s label fractions): they share one computation. Results larger than
+    :data:`ABAR_CACHE_MAX_VALUES` values are computed every time; ``cache=False`` always computes.
+    """
+    path = abar_cache_path(data, clients, hops, pruning, p, protocol) if cache else None
+    if path is not None and path.is_file():
+        try:
+            stored = torch.load(path, weights_only=True)
+            rows = [sp.csr_matrix((d.numpy(), i.numpy(), ptr.numpy()), shape=tuple(int(v) for v in shape))
+                    for d, i, ptr, shape in stored["rows"]]
+            messages = [Message(*m) for m in stored["messages"]]
+        except (OSError, EOFError, RuntimeError, KeyError, TypeError, ValueError, pickle.UnpicklingError):
+            pass  # unreadable or damaged: computed again and replaced
+        else:
+            for message in messages:
+                channel.ledger.record(message)
+            return rows
+    start = len(channel.ledger)
+    if protocol == "clients":
+        rows = distributed_abar(clients, int(data.num_nodes), hops, pruning, p, channel)
+    else:
+        rows = server_abar(data, assignment, clients, hops, pruning, p, channel)
+    if path is not None and sum(r.nnz for r in rows) <= ABAR_CACHE_MAX_VALUES:
+        stored = {"rows": [(torch.from_numpy(r.data), torch.from_numpy(r.indices), torch.from_numpy(r.indptr),
+                            torch.tensor(r.shape)) for r in rows],
+                  "messages": [astuple(m) for m in channel.ledger.messages[start:]]}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
+        torch.save(stored, partial)
+        os.replace(partial, path)  # concurrent writers produce the same bytes; the rename is atomic
+    return rows
 
 
 # --------------------------------------------------------------------------- participants
@@ -516,11 +582,8 @@ class FedStruct(Algorithm):
         if (self.federation.assignment < 0).any():
             raise ConfigError(f"partition: fedstruct needs every node in a client (Sec. 4: the V_i partition V); "
                               f"{c.partition!r} drops nodes")
-        if o["abar_protocol"] == "clients":
-            abar = distributed_abar(clients, self.num_nodes, o["structure_hops"], o["pruning"], o["prune_p"], channel)
-        else:
-            abar = server_abar(self.federation.data, self.federation.assignment, clients, o["structure_hops"],
-                               o["pruning"], o["prune_p"], channel)
+        abar = cached_abar(self.federation.data, self.federation.assignment, clients, o["structure_hops"],
+                           o["pruning"], o["prune_p"], o["abar_protocol"], channel)
         structure = self.share_structure_features(channel)
         set_seed(c.seed)
         model = FedStructModel(int(self.federation.num_features), c.hidden, int(self.federation.num_classes),
