@@ -451,3 +451,33 @@ def test_another_setting_or_partition_is_another_alg3(federation, fresh_abar_cac
     clients = build_clients(federation.data, moved, keep_cross_edges=True)
     cached_abar(federation.data, moved, clients, 3, "global", 4, "clients", Channel())
     assert len(list(fresh_abar_cache.glob("fedstruct_abar/*.pt"))) == 4
+
+
+# --------------------------------------------------------------------------- the unpruned variant as L_s products
+
+
+def test_power_rows_are_the_rows_of_the_unpruned_power(federation):
+    from fglcore.algorithms.fedstruct import PowerRows
+    from fglcore.data.multihop import normalized_adjacency
+
+    rows = torch.cat([c.global_id for c in federation.clients])
+    exact = multihop_adjacency(federation.data.edge_index, N, 4, pruning="none")[rows.numpy()]
+    g = torch.randn(N, 5, dtype=torch.float32, requires_grad=True)
+    ours = PowerRows(normalized_adjacency(federation.data.edge_index, N), 4, rows, CPU)(g)
+    expected = torch.from_numpy(exact.toarray()).float() @ g
+    assert ours.dtype == torch.float32
+    torch.testing.assert_close(ours, expected, atol=1e-6, rtol=1e-5)
+    ours.sum().backward()  # differentiable in G
+    torch.testing.assert_close(g.grad, torch.from_numpy(np.asarray(exact.sum(axis=0))).float().view(-1, 1).expand(-1, 5),
+                               atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("nsf", ["h2v", "deg"])
+def test_unpruned_fused_simulation_follows_the_clients_trajectory(federation, nsf):
+    """Fused "-F" (L_s products with A-hat) = per-client runs with the materialised rows, up to rounding."""
+    runs = [ALGORITHMS.get("fedstruct")(config(nsf=nsf, pruning="none", simulation=sim), federation, CPU).run()
+            for sim in ("clients", "fused")]
+    for a, b in zip(runs[0].history, runs[1].history):
+        assert a["test_accuracy"] == pytest.approx(b["test_accuracy"])
+        assert a["test_loss"] == pytest.approx(b["test_loss"], abs=1e-5)
+    assert runs[0].ledger.select(round=0) == runs[1].ledger.select(round=0)  # Alg. 3's messages all the same
