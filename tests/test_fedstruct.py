@@ -481,3 +481,18 @@ def test_unpruned_fused_simulation_follows_the_clients_trajectory(federation, ns
         assert a["test_accuracy"] == pytest.approx(b["test_accuracy"])
         assert a["test_loss"] == pytest.approx(b["test_loss"], abs=1e-5)
     assert runs[0].ledger.select(round=0) == runs[1].ledger.select(round=0)  # Alg. 3's messages all the same
+
+
+def test_a_large_alg3_keeps_its_messages_only(federation, fresh_abar_cache, monkeypatch):
+    """Above the size limit the rows are not stored: a caller that needs them computes again, the fused "-F"
+    simulation (ledger only) reads the messages back."""
+    monkeypatch.setattr(fedstruct_module, "ABAR_CACHE_MAX_VALUES", 10)
+    args = (federation.data, federation.assignment, federation.clients, 3, "none", 4, "clients")
+    first, again = Channel(), Channel()
+    rows = cached_abar(*args, first)
+    assert cached_abar(*args, again, rows=False) is None
+    assert again.ledger.messages == first.ledger.messages
+    third = Channel()
+    recomputed = cached_abar(*args, third)
+    assert all((a != b).nnz == 0 for a, b in zip(rows, recomputed))
+    assert third.ledger.messages == first.ledger.messages

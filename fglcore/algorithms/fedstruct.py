@@ -318,7 +318,7 @@ def abar_cache_path(data: Data, clients: list[Data], hops: int, pruning: str, p:
 
 
 def cached_abar(data: Data, assignment: Tensor, clients: list[Data], hops: int, pruning: str, p: int,
-                protocol: str, channel: Channel, cache: bool = True) -> list[sp.csr_matrix]:
+                protocol: str, channel: Channel, cache: bool = True, rows: bool = True) -> list[sp.csr_matrix] | None:
     r"""Every client's rows :math:`\bar A^{[i]}` by ``protocol`` (:func:`distributed_abar` or
     :func:`server_abar`), computed once per graph, partition and setting and read back afterwards.
 
@@ -326,35 +326,40 @@ def cached_abar(data: Data, assignment: Tensor, clients: list[Data], hops: int, 
     bit) and the messages it sent, which are written into ``channel``'s ledger again as if sent (the same
     ledger, so the same communication totals). A FedStruct table reuses one partition for several rows
     (Deg, Fed⋆, H2V, H2V s; Fig. 4(a)'s label fractions): they share one computation. Results larger than
-    :data:`ABAR_CACHE_MAX_VALUES` values are computed every time; ``cache=False`` always computes.
+    :data:`ABAR_CACHE_MAX_VALUES` values keep only their messages; ``rows=False`` (a caller that needs only the
+    ledger, e.g. the fused "-F" simulation, :class:`PowerRows`) is then served from the cache too and gets
+    ``None``; ``cache=False`` always computes.
     """
     path = abar_cache_path(data, clients, hops, pruning, p, protocol) if cache else None
     if path is not None and path.is_file():
         try:
             stored = torch.load(path, weights_only=True)
-            rows = [sp.csr_matrix((d.numpy(), i.numpy(), ptr.numpy()), shape=tuple(int(v) for v in shape))
-                    for d, i, ptr, shape in stored["rows"]]
+            found = None if stored["rows"] is None else [
+                sp.csr_matrix((d.numpy(), i.numpy(), ptr.numpy()), shape=tuple(int(v) for v in shape))
+                for d, i, ptr, shape in stored["rows"]]
             messages = [Message(*m) for m in stored["messages"]]
         except (OSError, EOFError, RuntimeError, KeyError, TypeError, ValueError, pickle.UnpicklingError):
             pass  # unreadable or damaged: computed again and replaced
         else:
-            for message in messages:
-                channel.ledger.record(message)
-            return rows
+            if found is not None or not rows:
+                for message in messages:
+                    channel.ledger.record(message)
+                return found if rows else None
     start = len(channel.ledger)
     if protocol == "clients":
-        rows = distributed_abar(clients, int(data.num_nodes), hops, pruning, p, channel)
+        computed = distributed_abar(clients, int(data.num_nodes), hops, pruning, p, channel)
     else:
-        rows = server_abar(data, assignment, clients, hops, pruning, p, channel)
-    if path is not None and sum(r.nnz for r in rows) <= ABAR_CACHE_MAX_VALUES:
+        computed = server_abar(data, assignment, clients, hops, pruning, p, channel)
+    if path is not None:
+        small = sum(r.nnz for r in computed) <= ABAR_CACHE_MAX_VALUES
         stored = {"rows": [(torch.from_numpy(r.data), torch.from_numpy(r.indices), torch.from_numpy(r.indptr),
-                            torch.tensor(r.shape)) for r in rows],
+                            torch.tensor(r.shape)) for r in computed] if small else None,
                   "messages": [astuple(m) for m in channel.ledger.messages[start:]]}
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
         torch.save(stored, partial)
         os.replace(partial, path)  # concurrent writers produce the same bytes; the rename is atomic
-    return rows
+    return computed if rows else None
 
 
 # --------------------------------------------------------------------------- participants
@@ -609,8 +614,9 @@ class FedStruct(Algorithm):
         if (self.federation.assignment < 0).any():
             raise ConfigError(f"partition: fedstruct needs every node in a client (Sec. 4: the V_i partition V); "
                               f"{c.partition!r} drops nodes")
+        propagated = o["simulation"] == "fused" and o["pruning"] == "none"  # PowerRows: Alg. 3 for the ledger only
         abar = cached_abar(self.federation.data, self.federation.assignment, clients, o["structure_hops"],
-                           o["pruning"], o["prune_p"], o["abar_protocol"], channel)
+                           o["pruning"], o["prune_p"], o["abar_protocol"], channel, rows=not propagated)
         structure = self.share_structure_features(channel)
         set_seed(c.seed)
         model = FedStructModel(int(self.federation.num_features), c.hidden, int(self.federation.num_classes),
@@ -619,7 +625,7 @@ class FedStruct(Algorithm):
         weights = [client_weight(d, o["weighting"]) for d in clients]
         structure_inference = o["branches"] == "structure_inference"
         if o["simulation"] == "fused":
-            if o["pruning"] == "none":  # Eq. 8 as L_s products with A-hat: the same numbers, far fewer (PowerRows)
+            if propagated:  # Eq. 8 as L_s products with A-hat: the same numbers, far fewer operations (PowerRows)
                 abar = PowerRows(normalized_adjacency(self.federation.data.edge_index, self.num_nodes),
                                  o["structure_hops"], torch.cat([d.global_id for d in clients]), self.device)
             learner = FusedLearner(model, clients, abar, structure[0], o["nsf"] == "h2v", weights, c, o["loss"],
