@@ -180,8 +180,8 @@ display(compare.claims_table(compare.check_claims(results, "fedstruct", tables=[
 # Projected from these, the 1,060 runs of measured kinds take **5.6 hours on
 # one thread, about 2.8 on two workers** (`fgl run --workers 2`), 8.0 hours
 # before those two changes. Not in that figure: FedSage+ (130 runs; its
-# generator training makes it the slowest baseline: more than 100 s a run on
-# Photo, not measured to the end), Photo's FedGCN-2hop and FED-PUB (60 runs),
+# generator training makes it the slowest baseline: about 150 s a run on
+# Photo before its FedAvg rounds, not measured to the end), Photo's FedGCN-2hop and FED-PUB (60 runs),
 # and FedStruct (H2V)-F on PubMed (30 runs), which cannot run here: the
 # unpruned $\hat A^{20}$ of PubMed is dense (all 389 million values; Alg. 3
 # exchanges it block by block), far beyond this machine's memory. Fed⋆'s

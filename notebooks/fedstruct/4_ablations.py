@@ -46,7 +46,7 @@
 # 4(a) 0.3, Fig. 4(b) 6.4 (3.0 of them its H2V s-F curve: Alg. 3 computes the
 # unpruned $\hat A^{L}$ of up to 50 hops for the ledger, about 0.85 s per
 # layer and run), Fig. 4(c) 0.6. Left
-# out: FedSage+ (150 runs, more than 100 s a run on Photo), Photo's
+# out: FedSage+ (150 runs; on Photo its generator training alone takes about 150 s a run), Photo's
 # FedGCN-1hop/2hop and FED-PUB (70 runs), and the "-F" rows on PubMed (80
 # runs), which cannot run on this machine: PubMed's unpruned $\hat A^{20}$ is
 # dense (389 million values) and Alg. 3 exchanges it block by block.
