@@ -176,9 +176,9 @@ display(compare.claims_table(compare.check_claims(results, "fedstruct", tables=[
 # and H2V rows share it), FedSGD GNN 29, Central 39, Local 43, FED-PUB 57,
 # FedGCN-2hop 120; Photo FedStruct about 28 (plus 2.8), FedStruct-F 34 (plus
 # 12; it was 270 before the unpruned $\bar A$ was applied as $L_s$ products
-# with $\hat A$), FedSGD GNN 25, Central 30; Cora, CiteSeer and Chameleon 1-20.
-# Projected from these, the 1,060 runs of measured kinds take **5.6 hours on
-# one thread, about 2.8 on two workers** (`fgl run --workers 2`), 8.0 hours
+# with $\hat A$), FedSGD GNN 25, Central 30; Cora, CiteSeer and Chameleon 1-40 (FedGCN-2hop on Chameleon 39).
+# Projected from these, the 1,060 runs of measured kinds take **5.9 hours on
+# one thread, about 3 on two workers** (`fgl run --workers 2`), 8.3 hours
 # before those two changes. Not in that figure: FedSage+ (130 runs; its
 # generator training makes it the slowest baseline: about 150 s a run on
 # Photo before its FedAvg rounds, not measured to the end), Photo's FedGCN-2hop and FED-PUB (60 runs),
@@ -186,7 +186,8 @@ display(compare.claims_table(compare.check_claims(results, "fedstruct", tables=[
 # unpruned $\hat A^{20}$ of PubMed is dense (all 389 million values; Alg. 3
 # exchanges it block by block), far beyond this machine's memory. Fed⋆'s
 # random-walk features of PubMed take one dense eigendecomposition of a
-# 19,717-node matrix once (cached afterwards): tens of minutes and about 9 GB.
+# 19,717-node matrix once (cached afterwards): more than 5 CPU minutes (not
+# timed to the end) and 3.1 GB per dense float64 copy of the matrix.
 
 # %%
 if plan["cost"]:

@@ -37,15 +37,15 @@
 # already stored by `1_motivation` and `3_results` (whose cells these tables
 # repeat are copied): Table 6 2,700, Table 7 900, Fig. 4(a) 480, Fig. 4(b)
 # 3,500 (Cora, 50 depths x 7 curves x 10 runs) and Fig. 4(c) 600. The 6,570 runs of
-# measured kinds take **about 19.3 hours on one thread, about 10 on two
-# workers** (27.2 hours for the same plan without this branch's two speed-ups: Alg. 3 computed
+# measured kinds take **about 20.9 hours on one thread, about 10.5 on two
+# workers** (28.8 hours for the same plan without this branch's two speed-ups: Alg. 3 computed
 # once per partition and setting and shared by the rows that use it, and the
 # unpruned "-F" $\bar A$ applied as $L_s$ sparse products with $\hat A$:
 # Photo's FedStruct-F from 270 to 34 s a run, Cora's from 29 to 3 s). By
-# table: Table 6 11.1 hours (PubMed and Photo most of it), Table 7 0.9, Fig.
+# table: Table 6 11.8 hours (PubMed and Photo most of it), Table 7 0.9, Fig.
 # 4(a) 0.3, Fig. 4(b) 6.4 (3.0 of them its H2V s-F curve: Alg. 3 computes the
 # unpruned $\hat A^{L}$ of up to 50 hops for the ledger, about 0.85 s per
-# layer and run), Fig. 4(c) 0.6. Left
+# layer and run), Fig. 4(c) 1.4. Left
 # out: FedSage+ (150 runs; on Photo its generator training alone takes about 150 s a run), Photo's
 # FedGCN-1hop/2hop and FED-PUB (70 runs), and the "-F" rows on PubMed (80
 # runs), which cannot run on this machine: PubMed's unpruned $\hat A^{20}$ is
