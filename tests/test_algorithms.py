@@ -242,7 +242,8 @@ def test_bad_algorithm_options_are_refused_before_any_work(cora3, name, options,
 
 def test_options_are_merged_with_defaults():
     assert ALGORITHMS.get("fedprox").check_options({"mu": 1}) == {"share": "auto", "norm_layers": "averaged",
-                                                                   "reset_optimizer": False, "mu": 1.0}
+                                                                   "reset_optimizer": False, "weighting": "labelled",
+                                                                   "mu": 1.0}
 
 
 def test_an_algorithm_refuses_a_task_it_does_not_support(tu_pair):

@@ -16,6 +16,8 @@ from fglcore.algorithms.central import Central
 from fglcore.algorithms.fedsgd import FedSGDServer
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import NodeFederation, build_clients
+from fglcore.fl.channel import Channel
+from fglcore.fl.engine import run_rounds
 
 CPU = torch.device("cpu")
 N, K, FEATURES, CLASSES = 90, 3, 12, 3
@@ -221,3 +223,69 @@ def test_graph_tasks_are_refused_with_the_key():
     with pytest.raises(ConfigError, match=r"^algorithm: 'fedsgd' supports node tasks.*use fedavg"):
         ExperimentConfig.from_dict(dict(dataset="MUTAG", partition="by_dataset", split="graph_stratified",
                                         model="gin", algorithm="fedsgd"))
+
+
+# --------------------------------------------------------------------------- FedAvg's client weights (option weighting)
+
+
+class RecordingChannel(Channel):
+    """A channel that keeps every payload it delivers."""
+
+    def __init__(self):
+        super().__init__()
+        self.payloads: list[tuple[str, str, int, dict]] = []
+
+    def send(self, sender, receiver, payload, round):
+        received = super().send(sender, receiver, payload, round)
+        self.payloads.append((sender, receiver, round, {k: v.clone() for k, v in received.items()}))
+        return received
+
+
+@pytest.fixture(scope="module")
+def unequal() -> NodeFederation:
+    """Three clients of 20, 30 and 40 nodes whose training-node shares differ from their node shares."""
+    data = graph()
+    assignment = torch.cat([torch.full((20,), 0), torch.full((30,), 1), torch.full((40,), 2)])
+    fed = NodeFederation("sbm", data, build_clients(data, assignment), CLASSES, FEATURES, assignment)
+    nodes = [int(c.num_nodes) for c in fed.clients]
+    labelled = [int(c.train_mask.sum()) for c in fed.clients]
+    assert nodes == [20, 30, 40] and not np.allclose(np.array(nodes) / 90, np.array(labelled) / sum(labelled))
+    return fed
+
+
+@pytest.mark.parametrize("weighting", ["labelled", "nodes"])
+def test_fedavg_weighting_gives_the_weights_of_its_mean(unequal, weighting):
+    """FedAvg's mean: weights n_k = training nodes (Alg. 1, default) or all nodes (FedStruct's official "WA")."""
+    cfg = config(algorithm="fedavg", rounds=1, algorithm_options={} if weighting == "labelled" else
+                 {"weighting": weighting})
+    algorithm = ALGORITHMS.get("fedavg")(cfg, unequal, CPU)
+    channel = RecordingChannel()
+    server, clients = algorithm.build(channel)
+    expected = [int(d.num_nodes) if weighting == "nodes" else int(d.train_mask.sum()) for d in unequal.clients]
+    assert [c.num_samples for c in clients] == expected
+    run_rounds(server, clients, channel, rounds=1, num_classes=CLASSES, selection="last")
+    uploads = {s: p for s, r, rnd, p in channel.payloads if r == "server" and rnd == 1}
+    download = next(p for s, r, rnd, p in channel.payloads if s == "server" and rnd == 2)
+    weights = torch.tensor(expected, dtype=torch.float64) / sum(expected)
+    for name, value in download.items():
+        mean = sum(w * uploads[f"client{k}"][name].double() for k, w in enumerate(weights))
+        assert torch.allclose(value.double(), mean, atol=1e-6), name
+    other = torch.tensor([int(d.train_mask.sum()) if weighting == "nodes" else int(d.num_nodes)
+                          for d in unequal.clients], dtype=torch.float64)
+    other = other / other.sum()
+    name = next(iter(download))
+    assert not torch.allclose(download[name].double(), sum(w * uploads[f"client{k}"][name].double()
+                                                           for k, w in enumerate(other)), atol=1e-6)
+
+
+def test_fedavg_default_weighting_is_training_samples_as_before(three):
+    """The default (labelled) is what FedAvg always did: the same numbers as an explicit 'labelled'."""
+    a = run(config(algorithm="fedavg"), three)[1]
+    b = run(config(algorithm="fedavg", algorithm_options={"weighting": "labelled"}), three)[1]
+    assert a.history == b.history
+
+
+def test_fedavg_nodes_weighting_is_refused_for_graph_tasks():
+    with pytest.raises(ConfigError, match="algorithm_options.weighting: 'nodes'.*accepts only 'labelled'"):
+        ExperimentConfig.from_dict(dict(dataset="MUTAG", partition="by_dataset", split="graph_stratified", model="gin",
+                                        algorithm="fedavg", algorithm_options={"weighting": "nodes"}))

@@ -11,7 +11,8 @@ from torch_geometric.data import Data
 from torch_geometric.utils import stochastic_blockmodel_graph
 
 from fglcore.algorithms import ALGORITHMS
-from fglcore.algorithms.fedstruct import distributed_abar, server_abar
+from fglcore.algorithms import fedstruct as fedstruct_module
+from fglcore.algorithms.fedstruct import cached_abar, distributed_abar, server_abar
 from fglcore.algorithms.training import make_optimizer
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import NodeFederation, build_clients
@@ -51,6 +52,13 @@ def graph(seed: int = 0) -> Data:
     train, val, test = (torch.zeros(N, dtype=torch.bool) for _ in range(3))
     train[perm[:18]], val[perm[18:30]], test[perm[30:]] = True, True, True
     return Data(x=x, y=y, edge_index=edge_index, train_mask=train, val_mask=val, test_mask=test, num_nodes=N)
+
+
+@pytest.fixture(autouse=True)
+def fresh_abar_cache(tmp_path, monkeypatch):
+    """Every test computes Alg. 3 itself (its messages pass through the test's channel): an empty cache each."""
+    monkeypatch.setattr(fedstruct_module, "cache_root", lambda: tmp_path)
+    return tmp_path
 
 
 @pytest.fixture(scope="module")
@@ -347,7 +355,144 @@ def test_structure_only_fused_simulation_follows_the_clients(federation):
 @pytest.mark.parametrize("key,value,accepted", [
     ("norm_layers", "shared", "local, averaged"),
     ("branches", "feature", "both, structure, structure_inference"),
+    ("h2v_fedavg", "states", "weights, gradients"),
 ])
 def test_new_options_are_validated(key, value, accepted):
     with pytest.raises(ConfigError, match=f"algorithm_options.{key}: '{value}' is not accepted.*accepted: {accepted}"):
         config(**{key: value})
+
+
+# --------------------------------------------------------------------------- Hop2Vec's S under FedAvg (h2v_fedavg)
+
+
+def test_fedavg_h2v_gradients_steps_s_with_the_mean_gradient_as_the_official_code(federation):
+    """Official "WA": S never travels; its gradients go up, their n_i/n mean comes down and every client steps
+    S with it, so S stays the same on every client; the default averages S as a weight instead."""
+    channel = RecordingChannel()
+    cfg = config(nsf="h2v", training="fedavg", h2v_fedavg="gradients", config={"local_epochs": 1})
+    algorithm = ALGORITHMS.get("fedstruct")(cfg, federation, CPU)
+    server, clients = algorithm.build(channel)
+    initial = clients[0].s.detach().clone()
+    from fglcore.fl.engine import run_rounds
+
+    run_rounds(server, clients, channel, rounds=3, num_classes=CLASSES, selection="last")
+    training = [(s, r, rnd, p) for s, r, rnd, p in channel.payloads if rnd >= 1]
+    assert not any("S" in p for *_, p in training)  # S itself is never sent
+    ups = [(s, rnd, p["grad_S"]) for s, r, rnd, p in training if r == "server"]
+    assert len(ups) == 3 * K
+    weights = torch.tensor([int(c.num_nodes) for c in federation.clients], dtype=torch.float32)
+    weights = weights / weights.sum()
+    for rnd in (1, 2, 3):
+        mean = sum(w * g for (s, r, g), w in zip([u for u in ups if u[1] == rnd], weights))
+        for _, receiver, _, payload in [t for t in training if t[0] == "server" and t[2] == rnd + 1]:
+            assert torch.allclose(payload["grad_S"], mean, atol=1e-7), (rnd, receiver)
+    assert not torch.equal(clients[0].s, initial)  # S trained
+    for client in clients[1:]:
+        assert torch.equal(client.s, clients[0].s)  # the same S everywhere
+    weights_mode = ALGORITHMS.get("fedstruct")(config(nsf="h2v", training="fedavg", config={"local_epochs": 1}),
+                                               federation, CPU)
+    weights_mode.run()
+    assert not torch.allclose(weights_mode.clients[0].s, clients[0].s, atol=1e-6)  # the option changes S
+
+
+def test_fedavg_h2v_gradients_equals_averaging_s_for_one_client(federation):
+    """With one client the mean gradient is the client's own: both FedAvg readings of S give the same run."""
+    data = federation.data
+    assignment = torch.zeros(N, dtype=torch.long)
+    one = NodeFederation("sbm", data, build_clients(data, assignment, keep_cross_edges=True), CLASSES, FEATURES,
+                         assignment)
+    runs = [ALGORITHMS.get("fedstruct")(config(nsf="h2v", training="fedavg", h2v_fedavg=mode,
+                                               config={"num_clients": 1, "local_epochs": 1}), one, CPU) for mode in ("weights", "gradients")]
+    histories = [a.run().history for a in runs]
+    for a, b in zip(*histories):
+        assert a["test_accuracy"] == pytest.approx(b["test_accuracy"])
+        assert a["test_loss"] == pytest.approx(b["test_loss"], abs=1e-6)
+    assert torch.allclose(runs[0].clients[0].s, runs[1].clients[0].s, atol=1e-6)
+
+
+def test_fedavg_h2v_gradients_takes_one_local_step():
+    with pytest.raises(ConfigError, match="local_epochs: h2v_fedavg='gradients'.*accepted: 1, got 2"):
+        config(nsf="h2v", training="fedavg", h2v_fedavg="gradients", config={"local_epochs": 2})
+
+
+# --------------------------------------------------------------------------- Alg. 3 computed once per partition
+
+
+@pytest.mark.parametrize("protocol,pruning", [("clients", "global"), ("clients", "none"), ("server", "global")])
+def test_a_stored_alg3_gives_the_same_rows_ledger_and_run(federation, fresh_abar_cache, protocol, pruning):
+    """The second run with the same graph, partition and setting reads Alg. 3's result back: the same rows bit for
+    bit, the same messages in its ledger (so the same communication totals), the same numbers."""
+    cfg = config(nsf="deg", abar_protocol=protocol, pruning=pruning)
+    first = ALGORITHMS.get("fedstruct")(cfg, federation, CPU).run()
+    assert len(list(fresh_abar_cache.glob("fedstruct_abar/*.pt"))) == 1
+    channel = RecordingChannel()
+    second = ALGORITHMS.get("fedstruct")(cfg, federation, CPU).run(channel)
+    assert not any("abar_block_values" in p or "abar_values" in p for *_, p in channel.payloads)  # not sent again
+    assert second.ledger.messages == first.ledger.messages
+    assert second.history == first.history
+    other = ALGORITHMS.get("fedstruct")(config(nsf="h2v", abar_protocol=protocol, pruning=pruning), federation,
+                                        CPU).run()  # another row on the same partition shares it
+    assert other.ledger.select(round=0, name="abar_block_values" if protocol == "clients" else "abar_values") == \
+        first.ledger.select(round=0, name="abar_block_values" if protocol == "clients" else "abar_values")
+    assert len(list(fresh_abar_cache.glob("fedstruct_abar/*.pt"))) == 1
+    rows = cached_abar(federation.data, federation.assignment, federation.clients, 3, pruning, 4, protocol, Channel())
+    again = cached_abar(federation.data, federation.assignment, federation.clients, 3, pruning, 4, protocol, Channel(),
+                        cache=False)
+    for a, b in zip(rows, again):
+        assert (a != b).nnz == 0 and a.dtype == b.dtype == np.float64
+
+
+def test_another_setting_or_partition_is_another_alg3(federation, fresh_abar_cache):
+    cached_abar(federation.data, federation.assignment, federation.clients, 3, "global", 4, "clients", Channel())
+    cached_abar(federation.data, federation.assignment, federation.clients, 2, "global", 4, "clients", Channel())
+    cached_abar(federation.data, federation.assignment, federation.clients, 3, "global", 3, "clients", Channel())
+    moved = federation.assignment.clone()
+    moved[0] = (moved[0] + 1) % K
+    clients = build_clients(federation.data, moved, keep_cross_edges=True)
+    cached_abar(federation.data, moved, clients, 3, "global", 4, "clients", Channel())
+    assert len(list(fresh_abar_cache.glob("fedstruct_abar/*.pt"))) == 4
+
+
+# --------------------------------------------------------------------------- the unpruned variant as L_s products
+
+
+def test_power_rows_are_the_rows_of_the_unpruned_power(federation):
+    from fglcore.algorithms.fedstruct import PowerRows
+    from fglcore.data.multihop import normalized_adjacency
+
+    rows = torch.cat([c.global_id for c in federation.clients])
+    exact = multihop_adjacency(federation.data.edge_index, N, 4, pruning="none")[rows.numpy()]
+    g = torch.randn(N, 5, dtype=torch.float32, requires_grad=True)
+    ours = PowerRows(normalized_adjacency(federation.data.edge_index, N), 4, rows, CPU)(g)
+    expected = torch.from_numpy(exact.toarray()).float() @ g
+    assert ours.dtype == torch.float32
+    torch.testing.assert_close(ours, expected, atol=1e-6, rtol=1e-5)
+    ours.sum().backward()  # differentiable in G
+    torch.testing.assert_close(g.grad, torch.from_numpy(np.asarray(exact.sum(axis=0))).float().view(-1, 1).expand(-1, 5),
+                               atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("nsf", ["h2v", "deg"])
+def test_unpruned_fused_simulation_follows_the_clients_trajectory(federation, nsf):
+    """Fused "-F" (L_s products with A-hat) = per-client runs with the materialised rows, up to rounding."""
+    runs = [ALGORITHMS.get("fedstruct")(config(nsf=nsf, pruning="none", simulation=sim), federation, CPU).run()
+            for sim in ("clients", "fused")]
+    for a, b in zip(runs[0].history, runs[1].history):
+        assert a["test_accuracy"] == pytest.approx(b["test_accuracy"])
+        assert a["test_loss"] == pytest.approx(b["test_loss"], abs=1e-5)
+    assert runs[0].ledger.select(round=0) == runs[1].ledger.select(round=0)  # Alg. 3's messages all the same
+
+
+def test_a_large_alg3_keeps_its_messages_only(federation, fresh_abar_cache, monkeypatch):
+    """Above the size limit the rows are not stored: a caller that needs them computes again, the fused "-F"
+    simulation (ledger only) reads the messages back."""
+    monkeypatch.setattr(fedstruct_module, "ABAR_CACHE_MAX_VALUES", 10)
+    args = (federation.data, federation.assignment, federation.clients, 3, "none", 4, "clients")
+    first, again = Channel(), Channel()
+    rows = cached_abar(*args, first)
+    assert cached_abar(*args, again, rows=False) is None
+    assert again.ledger.messages == first.ledger.messages
+    third = Channel()
+    recomputed = cached_abar(*args, third)
+    assert all((a != b).nnz == 0 for a, b in zip(rows, recomputed))
+    assert third.ledger.messages == first.ledger.messages

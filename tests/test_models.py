@@ -305,3 +305,23 @@ def test_models_are_one_per_file_with_reset_parameters_and_pyg_style_docstrings(
         assert callable(getattr(cls, "reset_parameters", None)), f"{module}.{cls.__name__} has no reset_parameters()"
         doc = cls.__doc__ or ""
         assert "Shapes:" in doc and ("Args:" in doc), f"{module}.{cls.__name__}: docstring lacks Args:/Shapes:"
+
+
+@pytest.mark.parametrize("name", ["sage", "mlp"])
+def test_input_layer_norm_is_a_layernorm_before_the_same_model(name, tiny_graph):
+    """FedStruct's official GraphSAGE and MLP baselines normalise their input (GNN_classifier.set_GNN_FPM,
+    MLP_classifier.set_classifiers): the same weights applied to LayerNorm(x); off by default (no norm at all)."""
+    torch.manual_seed(5)
+    plain = build_model(name, 6, 16, 3, dropout=0.0).eval()
+    torch.manual_seed(5)
+    normed = build_model(name, 6, 16, 3, dropout=0.0, input_layer_norm=True).eval()
+    assert not any("norm" in n for n, _ in plain.named_parameters())
+    assert {n for n, _ in normed.named_parameters()} - {n for n, _ in plain.named_parameters()} == {
+        "input_norm.weight", "input_norm.bias"}
+    for key, value in plain.state_dict().items():
+        assert torch.equal(value, normed.state_dict()[key]), key  # switching it on draws no random number
+    x = tiny_graph.x * 3 + 1
+    expected = plain(torch.nn.functional.layer_norm(x, (6,)), tiny_graph.edge_index)
+    torch.testing.assert_close(normed(x, tiny_graph.edge_index), expected)
+    assert not torch.allclose(plain(x, tiny_graph.edge_index), expected)
+    assert MODELS.get(name).options("node")["input_layer_norm"] is False

@@ -36,6 +36,18 @@ Options:
   ``nn.BatchNorm1d`` and ``nn.InstanceNorm1d``; digest §4.5, the reading
   FedStruct's FedAvg rows use, see :mod:`fglcore.papers.fedstruct.tables`).
   A model without normalisation layers is unaffected.
+* ``weighting`` (node task): the weights :math:`n_k` of the mean.
+  ``"labelled"`` (default; Alg. 1's :math:`n_k`, the client's training
+  samples: its training nodes) or ``"nodes"``: all the client's nodes,
+  labelled or not, :math:`n_k/n` -- FedStruct's official FedAvg ("WA",
+  ``JavadAliakbari/FedStruct``, ``src/server.py``, ``Server.joint_train_w``:
+  ``coef = [client.num_nodes() / num_nodes for client in self.clients]``,
+  then ``mean_weights = sum_lod(clients_weights, coef)``; the same ``coef``
+  as its FedSGD "GA", digest §4.5). An older revision of that file
+  (``sum_weights`` of ``src/utils/utils.py``) takes the plain mean
+  :math:`1/K` instead; the paper-era one weighs by nodes. The graph task
+  has only ``"labelled"`` (training graphs). The same choice as FedSGD's
+  option (:mod:`fglcore.algorithms.fedsgd`, :func:`client_weight`).
 * ``reset_optimizer``: the paper trains each round with plain SGD, so the
   local optimizer has no state to carry. With Adam, this implementation by
   default **keeps each client's optimizer state across rounds**, as the
@@ -47,15 +59,23 @@ from __future__ import annotations
 from typing import Sequence
 
 from torch import Tensor, nn
+from torch_geometric.data import Data
 
 from fglcore.algorithms.base import Algorithm, Trainer, TrainerClient, register_algorithm
-from fglcore.config import ConfigError
+from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
 from fglcore.fl.engine import Client, Payload, Server
 from fglcore.fl.parameters import load_payload, module_payload, norm_parameter_names
 
 SHARE_MODES = ("auto", "all", "convs", "matching")
 NORM_LAYER_MODES = ("averaged", "local")
+WEIGHTINGS = ("nodes", "labelled")
+
+
+def client_weight(data: Data, weighting: str) -> int:
+    """A node client's aggregation weight: its number of nodes (``"nodes"``) or of training nodes
+    (``"labelled"``); FedAvg's and FedSGD's option ``weighting``."""
+    return int(data.num_nodes) if weighting == "nodes" else int(data.train_mask.sum())
 
 
 class FedAvgServer(Server):
@@ -137,8 +157,8 @@ class FedAvg(Algorithm):
 
     name = "fedavg"
     tasks = ("node", "graph")
-    default_options = {"share": "auto", "norm_layers": "averaged", "reset_optimizer": False}
-    option_choices = {"share": SHARE_MODES, "norm_layers": NORM_LAYER_MODES}
+    default_options = {"share": "auto", "norm_layers": "averaged", "reset_optimizer": False, "weighting": "labelled"}
+    option_choices = {"share": SHARE_MODES, "norm_layers": NORM_LAYER_MODES, "weighting": WEIGHTINGS}
     citation = (
         "McMahan et al., Communication-Efficient Learning of Deep Networks from Decentralized Data, AISTATS 2017"
     )
@@ -150,7 +170,21 @@ class FedAvg(Algorithm):
         initial = module_payload(global_model, include=set(shared).__contains__)
         server = self.make_server({name: value.to(self.device) for name, value in initial.items()})
         clients = [self.make_client(cid, self.make_trainer(model, cid), shared) for cid, model in enumerate(models)]
+        if self.options.get("weighting", "labelled") == "nodes":  # FedStruct's official FedAvg: n_k / n
+            for client, data in zip(clients, self.clients_data):
+                client.num_samples = client_weight(data, "nodes")
         return server, clients
+
+    @classmethod
+    def check_config(cls, config: ExperimentConfig) -> None:
+        super().check_config(config)
+        if cls.check_options(config.algorithm_options).get("weighting", "labelled") == "nodes":
+            from fglcore.data.datasets import check_dataset
+
+            task = check_dataset(config.dataset).task
+            if task != "node":
+                raise ConfigError(f"algorithm_options.weighting: 'nodes' weighs node clients by their nodes; the "
+                                  f"{task} task of {config.dataset!r} accepts only 'labelled' (training graphs)")
 
     def shared_names(self, models: Sequence[nn.Module]) -> list[str]:
         """The parameters the server holds and the clients exchange (options ``share`` and ``norm_layers``;

@@ -51,21 +51,15 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from torch import Tensor, nn
-from torch_geometric.data import Data
 
 from fglcore.algorithms.base import Trainer, register_algorithm
-from fglcore.algorithms.fedavg import FedAvg, FedAvgClient, FedAvgServer
+from fglcore.algorithms.fedavg import WEIGHTINGS, FedAvg, FedAvgClient, FedAvgServer, client_weight
 from fglcore.algorithms.training import make_optimizer
 from fglcore.config import ExperimentConfig
 from fglcore.fl.engine import Payload
 from fglcore.fl.parameters import gradient_payload
 
-WEIGHTINGS = ("nodes", "labelled")
-
-
-def client_weight(data: Data, weighting: str) -> int:
-    """A client's FedSGD aggregation weight: its number of nodes (``"nodes"``) or of training nodes (``"labelled"``)."""
-    return int(data.num_nodes) if weighting == "nodes" else int(data.train_mask.sum())
+__all__ = ["WEIGHTINGS", "FedSGD", "FedSGDClient", "FedSGDServer", "client_weight"]
 
 
 class FedSGDServer(FedAvgServer):

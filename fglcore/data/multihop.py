@@ -37,9 +37,11 @@ gives the same matrix to 1e-16 in 37 s (``"global"``; 805 MiB of blocks
 exchanged, as the blocks are pruned only after summation) or 20 s
 (``"block"``; 232 MiB). The unpruned power fills in
 towards dense as :math:`L_s` grows (Cora, ``L_s = 10``: about 60 % dense),
-so the model's "-F" variant propagates :math:`L_s` times with the sparse
-:math:`\hat A` instead of forming :math:`\hat A^{L_s}` (see
-:class:`~fglcore.models.fedstruct.FedStructModel`).
+so FedStruct's fused simulation of the "-F" variant trains with :math:`L_s`
+products with the sparse :math:`\hat A` instead of the formed
+:math:`\hat A^{L_s}` (:class:`~fglcore.algorithms.fedstruct.PowerRows`); Alg. 3
+still forms it, for the ledger (PubMed, :math:`L_s = 20`: all 389 M values,
+beyond a 24 GB machine).
 """
 from __future__ import annotations
 

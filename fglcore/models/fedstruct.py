@@ -1,7 +1,7 @@
 """FedStruct's prediction model: a local feature branch plus a structure branch over the global graph."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -103,11 +103,14 @@ class FedStructModel(nn.Module):
             s = self.structure_norm(s)
         return self.structure(s)
 
-    def structure_forward(self, s: Tensor, abar: Tensor) -> Tensor:
-        r""":math:`Z^{[i]} = \bar A^{[i]} G_{\theta_s}(S)` (Eqs. 8-9): the node structure embeddings, class logits."""
-        return torch.sparse.mm(abar, self.structure_embedding(s))
+    def structure_forward(self, s: Tensor, abar: Tensor | Callable[[Tensor], Tensor]) -> Tensor:
+        r""":math:`Z^{[i]} = \bar A^{[i]} G_{\theta_s}(S)` (Eqs. 8-9): the node structure embeddings, class logits.
+        ``abar`` is the sparse :math:`\bar A^{[i]}`, or an operator that applies it (e.g. as :math:`L_s` products
+        with :math:`\hat A`, :class:`~fglcore.algorithms.fedstruct.PowerRows`)."""
+        embedding = self.structure_embedding(s)
+        return torch.sparse.mm(abar, embedding) if isinstance(abar, Tensor) else abar(embedding)
 
-    def forward(self, x: Tensor, edge_index: Tensor, s: Tensor, abar: Tensor) -> Tensor:
+    def forward(self, x: Tensor, edge_index: Tensor, s: Tensor, abar: Tensor | Callable[[Tensor], Tensor]) -> Tensor:
         if self.feature is None:
             return self.structure_forward(s, abar)
         h = self.feature(x, edge_index)  # before the structure branch: the dropout masks' draw order

@@ -28,6 +28,17 @@ class GraphSAGE(StackedGNN, PyGGraphSAGE):
     (:mod:`fglcore.models.sparse_input`) the first layer's aggregation is
     computed once (see :meth:`layer`).
 
+    ``input_layer_norm=True`` puts a LayerNorm on the input features before
+    the first layer, as FedStruct's official code does for its GraphSAGE
+    baselines (``JavadAliakbari/FedStruct``, ``src/GNN/GNN_classifier.py``,
+    ``GNNClassifier.set_GNN_FPM``: ``ModelSpecs(type="GNN", ...,
+    normalization="layer")``, built by ``GNN.create_models`` of
+    ``src/models/GNN_models.py`` as ``nn.LayerNorm(layer_sizes[0])`` ahead of
+    the ``SAGEConv`` layers; digest §4.5). Off by default: neither GraphSAGE
+    nor the FedStruct paper has it. The LayerNorm starts at weight 1, bias 0,
+    so switching it on draws no random number: the convolutions start as
+    without it.
+
     Args:
         in_channels (int): node feature width :math:`F`.
         hidden_channels (int): hidden width.
@@ -36,6 +47,7 @@ class GraphSAGE(StackedGNN, PyGGraphSAGE):
         dropout (float): dropout rate after each hidden ReLU (default 0.5).
         aggr (str): neighbour aggregation (default ``"mean"``).
         input_dropout (bool): also drop the input features.
+        input_layer_norm (bool): LayerNorm on the input features (FedStruct's official baselines).
 
     Shapes:
         - **input:** node features :math:`(|\mathcal{V}|, F)`, edge indices :math:`(2, |\mathcal{E}|)`
@@ -51,9 +63,21 @@ class GraphSAGE(StackedGNN, PyGGraphSAGE):
         dropout: float = 0.5,
         aggr: str = "mean",
         input_dropout: bool = False,
+        input_layer_norm: bool = False,
     ):
         super().__init__(in_channels, hidden_channels, out_channels, num_layers, dropout,
                          input_dropout=input_dropout, aggr=aggr)
+        self.input_norm = nn.LayerNorm(in_channels) if input_layer_norm else None
+
+    def reset_parameters(self) -> None:
+        super().reset_parameters()
+        if getattr(self, "input_norm", None) is not None:
+            self.input_norm.reset_parameters()
+
+    def forward(self, x: Tensor, edge_index: Tensor | GraphOperators) -> Tensor:  # type: ignore[override]
+        if self.input_norm is not None:
+            x = self.input_norm(x)
+        return super().forward(x, edge_index)
 
     def layer(self, i: int, x: Tensor, graph: Tensor | GraphOperators) -> Tensor:
         """``SAGEConv`` as PyG computes it; on registered constant features the first layer aggregates once.

@@ -166,6 +166,28 @@ display(compare.claims_table(compare.check_claims(results, "fedstruct", tables=[
 # cost, the rest the one-off cost (loading, partitioning, FedStruct's Alg. 3,
 # FedGCN's exchange). Projected to Table 5's epochs × 3 numbers of clients × 10
 # runs. On a shared machine the seconds also measure the other work on it.
+#
+# **The full profile, measured (2026-11-26, this project's shared two-core CPU
+# machine, one thread, CPU seconds of the process, timed outside this
+# notebook).** `3_results.full`
+# plans 1,400 runs (Amazon-ratings is not offline), 1,280 of them distinct from
+# `1_motivation`'s. Seconds per run at Table 5's epochs, 10 clients: PubMed
+# FedStruct about 21 (plus 6.4 for Alg. 3, once per partition: the Deg, Fed⋆
+# and H2V rows share it), FedSGD GNN 29, Central 39, Local 43, FED-PUB 57,
+# FedGCN-2hop 120; Photo FedStruct about 28 (plus 2.8), FedStruct-F 34 (plus
+# 12; it was 270 before the unpruned $\bar A$ was applied as $L_s$ products
+# with $\hat A$), FedSGD GNN 25, Central 30; Cora, CiteSeer and Chameleon 1-40 (FedGCN-2hop on Chameleon 39).
+# Projected from these, the 1,060 runs of measured kinds take **5.9 hours on
+# one thread, about 3 on two workers** (`fgl run --workers 2`), 8.3 hours
+# before those two changes. Not in that figure: FedSage+ (130 runs; its
+# generator training makes it the slowest baseline: about 150 s a run on
+# Photo before its FedAvg rounds, not measured to the end), Photo's FedGCN-2hop and FED-PUB (60 runs),
+# and FedStruct (H2V)-F on PubMed (30 runs), which cannot run here: the
+# unpruned $\hat A^{20}$ of PubMed is dense (all 389 million values; Alg. 3
+# exchanges it block by block), far beyond this machine's memory. Fed⋆'s
+# random-walk features of PubMed take one dense eigendecomposition of a
+# 19,717-node matrix once (cached afterwards): more than 5 CPU minutes (not
+# timed to the end) and 3.1 GB per dense float64 copy of the matrix.
 
 # %%
 if plan["cost"]:

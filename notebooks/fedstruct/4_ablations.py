@@ -30,6 +30,26 @@
 # GDV and Node2Vec structure features: Node2Vec needs PyG's random-walk
 # kernels from `pyg-lib` or `torch-cluster`, which have no wheel for this
 # torch).
+#
+# **What the full profile costs (measured 2026-11-26 on this project's shared
+# two-core CPU machine, one thread, CPU seconds per run; projected, not this
+# notebook's cells).** `4_ablations.full` plans 8,180 runs, 6,870 of them not
+# already stored by `1_motivation` and `3_results` (whose cells these tables
+# repeat are copied): Table 6 2,700, Table 7 900, Fig. 4(a) 480, Fig. 4(b)
+# 3,500 (Cora, 50 depths x 7 curves x 10 runs) and Fig. 4(c) 600. The 6,570 runs of
+# measured kinds take **about 20.9 hours on one thread, about 10.5 on two
+# workers** (28.8 hours for the same plan without this branch's two speed-ups: Alg. 3 computed
+# once per partition and setting and shared by the rows that use it, and the
+# unpruned "-F" $\bar A$ applied as $L_s$ sparse products with $\hat A$:
+# Photo's FedStruct-F from 270 to 34 s a run, Cora's from 29 to 3 s). By
+# table: Table 6 11.8 hours (PubMed and Photo most of it), Table 7 0.9, Fig.
+# 4(a) 0.3, Fig. 4(b) 6.4 (3.0 of them its H2V s-F curve: Alg. 3 computes the
+# unpruned $\hat A^{L}$ of up to 50 hops for the ledger, about 0.85 s per
+# layer and run), Fig. 4(c) 1.4. Left
+# out: FedSage+ (150 runs; on Photo its generator training alone takes about 150 s a run), Photo's
+# FedGCN-1hop/2hop and FED-PUB (70 runs), and the "-F" rows on PubMed (80
+# runs), which cannot run on this machine: PubMed's unpruned $\hat A^{20}$ is
+# dense (389 million values) and Alg. 3 exchanges it block by block.
 
 # %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
@@ -198,8 +218,10 @@ display(fig)
 # Depth 0 is left out: there is no GraphSAGE with no layers, and
 # $\hat A^0 = I$ removes the graph from FedStruct's structure branch. The
 # official script computes $\bar A$ without pruning; the default rows here are
-# the pruned ones the legend names (add `fedstruct_h2v_f` etc. for the other
-# reading). The paper prints no curve values; Sec. 6.2's text gives two peaks
+# the pruned ones the legend names, and the quick and full profiles add
+# **FedStruct (H2V s)-F** (`fedstruct_h2v_s_f`), H2V s on the unpruned
+# $\bar A$ as that script has it (add `fedstruct_h2v_f` etc. for the other
+# curves). The paper prints no curve values; Sec. 6.2's text gives two peaks
 # (`paper.yaml` settings.fig4b): H2V about 80%, H2V s about 75% (between 10 and
 # 20 layers; poor below 10 and above 30). They are read from the text at no
 # stated depth, so they are reference lines, not compared cells.

@@ -130,13 +130,19 @@ ROWS: dict[str, Row] = {
                                {"nsf": "fedstar", "pruning": "none"}, "nsf=fedstar, pruning=none"),
     "fedstruct_h2v_s": Row("FedStruct (H2V s)", "fedstruct", "decoupled_gcn", {"nsf": "h2v", "branches": "structure"},
                            "nsf=h2v, branches=structure"),
+    "fedstruct_h2v_s_f": Row("FedStruct (H2V s)-F", "fedstruct", "decoupled_gcn",
+                             {"nsf": "h2v", "branches": "structure", "pruning": "none"},
+                             "nsf=h2v, branches=structure, pruning=none"),
     "local": Row("Local GNN", "local", "sage"),
     "local_dgcn": Row("Local DGCN", "local", "decoupled_gcn"),
     "local_mlp": Row("Local MLP", "local", "mlp"),
 }
 """Every row of Tables 2, 6 and 7 (and the central model on the clients' subgraphs without their cross edges, for
 the motivation, and Fig. 4(b)'s "H2V s": FedStruct's structure branch alone, trained and predicting, the official
-``data_type="structure"``, :mod:`fglcore.algorithms.fedstruct` option ``branches``), by row id, in Table 6's order
+``data_type="structure"``, :mod:`fglcore.algorithms.fedstruct` option ``branches``; ``fedstruct_h2v_s_f`` the
+same on the unpruned :math:`\\bar A`, as the official layers script computes it: ``graph.obtain_a(DGCN_layers)``
+in ``src/simulations/layers_simulation.py``, the unpruned ``obtain_a`` of ``src/utils/utils.py``), by row id, in
+Table 6's order
 (layouts list rows in this order). The FedAvg rows keep normalisation layers out of the averaging (option
 ``norm_layers="local"``, :data:`FEDAVG_OPTIONS`)."""
 TABLE2_ROWS = ["central", "fedsgd", "fedsage_plus", "fedpub", "fedgcn_2hop", "fedstruct_deg", "fedstruct_fedstar",
@@ -484,7 +490,9 @@ FIG4A_TRAIN = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5]
 FIG4B_ROWS = ["fedstruct_deg", "fedstruct_fedstar", "fedstruct_h2v", "fedstruct_h2v_s", "central", "fedsgd"]
 """Fig. 4(b)'s curves (Cora, K-means, 5 clients), in its legend order; "H2V s" is ``fedstruct_h2v_s`` (the
 structure branch alone, trained and predicting, as the official layers script's ``data_type="structure"``); any
-row of a GraphSAGE, a decoupled GCN or FedStruct can be added, e.g. ``fedsgd_dgcn``."""
+row of a GraphSAGE, a decoupled GCN or FedStruct can be added, e.g. ``fedsgd_dgcn``, or
+``fedstruct_h2v_s_f``, "H2V s" on the unpruned :math:`\\bar A` of the official layers script (the quick and full
+profiles add it)."""
 FIG4B_LAYERS = list(range(1, 51))
 """Fig. 4(b)'s depths: the official layers script runs 0-50 (digest 5.8); depth 0 is left out (no GraphSAGE of
 zero layers, and FedStruct's :math:`\\bar A = \\hat A^0 = I` drops the structure's graph)."""
