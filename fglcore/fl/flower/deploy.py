@@ -35,6 +35,7 @@ import torch
 import fglcore
 from fglcore.config import ExperimentConfig
 from fglcore.fl.engine import RunResult
+from fglcore.fl.flower.apps import ClientLost
 from fglcore.fl.flower.job import Job, prepare_job
 
 APP_NAME = "fglcore-flower"
@@ -172,6 +173,9 @@ class LocalDeployment:
                 raise DeploymentError(f"{name} did not listen on 127.0.0.1:{port} within {self.start_timeout:g} s:"
                                       f"\n{_tail(log)}")
             time.sleep(0.1)
+        time.sleep(0.3)  # a process that found its port taken by another exits right after
+        if popen.poll() is not None:
+            raise DeploymentError(f"{name} exited with status {popen.returncode} while starting:\n{_tail(log)}")
         return process
 
     def start(self) -> "LocalDeployment":
@@ -234,8 +238,8 @@ class LocalDeployment:
             connect_timeout: float = 60.0, message_timeout: float = 300.0) -> RunResult:
         """``flwr run`` the fglcore app on ``job``; return the ServerApp's :class:`RunResult`.
 
-        Raises :class:`~fglcore.fl.flower.apps.ClientLost` (as :class:`DeploymentError` text) when a client was
-        lost, :class:`DeploymentError` when the run fails or does not finish within ``run_timeout`` seconds;
+        Raises :class:`~fglcore.fl.flower.apps.ClientLost` (naming the client, its SuperNode, the message and
+        round) when a client was lost, :class:`DeploymentError` when the run fails or does not finish within ``run_timeout`` seconds;
         either way no result file is left.
         """
         if self.superlink is None:
@@ -271,7 +275,10 @@ class LocalDeployment:
         while not result_file.exists() and not error_file.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         if error_file.exists():
-            raise DeploymentError(f"the Flower run failed: {error_file.read_text().strip()}")
+            text = error_file.read_text().strip()
+            if text.startswith(f"{ClientLost.__name__}: "):
+                raise ClientLost(text.removeprefix(f"{ClientLost.__name__}: "))
+            raise DeploymentError(f"the Flower run failed: {text}")
         if not result_file.exists():
             raise DeploymentError(f"the Flower run ended (status {popen.returncode}) without a result:\n{_tail(log)}")
         return torch.load(result_file, weights_only=False)
