@@ -240,6 +240,7 @@ class FlowerLink:
     def __init__(self, grid: Grid, message_timeout: float, events: Path | None = None):
         self.grid = grid
         self.message_timeout = float(message_timeout)
+        self.poll = 0.1
         self.events = events
         self.wire: list[dict[str, Any]] = []
 
@@ -247,6 +248,23 @@ class FlowerLink:
         if self.events is not None:
             with open(self.events, "a") as handle:
                 handle.write(json.dumps({"time": time.time(), **event}) + "\n")
+
+    def exchange(self, messages: list[Message]) -> list[Message]:
+        """Push ``messages`` and pull their replies until all arrived or :attr:`message_timeout` passed.
+
+        ``Grid.send_and_receive`` does the same but looks for replies every 3 s; this looks every
+        :attr:`poll` seconds (a local request to the SuperLink), which saves up to 3 s per message."""
+        ids = set(self.grid.push_messages(messages))
+        deadline = time.monotonic() + self.message_timeout
+        replies: list[Message] = []
+        while ids:
+            got = list(self.grid.pull_messages(ids))
+            replies.extend(got)
+            ids.difference_update(m.metadata.reply_to_message_id for m in got)
+            if not ids or time.monotonic() >= deadline:
+                break
+            time.sleep(self.poll)
+        return replies
 
     def connect(self, clients: Sequence[Mapping[str, Any]], timeout: float) -> list["RemoteClient"]:
         """Wait (at most ``timeout`` s) for one SuperNode per client, ask each whose data it holds, and return
@@ -261,7 +279,7 @@ class FlowerLink:
             raise ClientLost(f"only {len(nodes)} of the {len(expected)} SuperNodes connected to the SuperLink "
                              f"within {timeout:g} s")
         requests = [Message(RecordDict({}), dst_node_id=node, message_type="query.describe") for node in nodes]
-        replies = list(self.grid.send_and_receive(requests, timeout=self.message_timeout))
+        replies = self.exchange(requests)
         answered = {reply.metadata.src_node_id: reply for reply in replies}
         found: dict[int, tuple[int, Mapping[str, Any]]] = {}
         for node in nodes:
@@ -299,7 +317,7 @@ class FlowerLink:
         sent_tensor, sent_array = _record_sizes(message.content)
         sent_wire = wire_bytes(message)
         started = time.perf_counter()
-        replies = list(self.grid.send_and_receive([message], timeout=self.message_timeout))
+        replies = self.exchange([message])
         seconds = time.perf_counter() - started
         if not replies:
             self._log(event="lost", client=client.name, kind=kind, round=round)
