@@ -145,3 +145,43 @@ def test_a_killed_supernode_is_reported_by_name_and_no_result_is_written(deploym
         dep.run(job, result_file=result_file, run_timeout=300, message_timeout=20)
     killer.join(timeout=5)
     assert not result_file.exists()
+
+
+class _Talker:
+    """An algorithm stand-in for check_participants: a plain round loop, no secure aggregation."""
+    name = "talker"
+    config = type("Config", (), {"secure_aggregation": False})()
+    federation = None
+
+    @staticmethod
+    def round_loop_only() -> bool:
+        return True
+
+
+def test_a_client_holding_the_channel_or_another_client_is_refused():
+    from fglcore.fl.channel import Channel
+    from fglcore.fl.engine import Client, Server
+    from fglcore.fl.flower.job import check_participants
+
+    channel = Channel()
+    plain, talker = Client(0, 5), Client(1, 5)
+    talker.link = channel  # would send messages outside the round loop
+    with pytest.raises(FlowerUnsupported, match=r"client1 holds the channel \(it would send messages outside the round loop\)"):
+        check_participants(_Talker(), Server(), [plain, talker], channel)
+    nosy = Client(1, 5)
+    nosy.peer = plain  # would ship client0's data to client1's machine
+    with pytest.raises(FlowerUnsupported, match=r"client1 holds another client \(client0\)"):
+        check_participants(_Talker(), Server(), [plain, nosy], channel)
+    check_participants(_Talker(), Server(), [plain, Client(1, 5)], channel)  # two plain clients pass
+
+
+def test_fgl_flower_prepare_writes_the_files_and_refuses_what_flower_cannot_carry(tmp_path, capsys):
+    from fglcore.cli import main
+
+    args = ["flower", "prepare", "-p", "num_clients", "2", "-p", "rounds", "2", "-p", "hidden", "16"]
+    assert main(args + ["--out", str(tmp_path / "job")]) == 0
+    assert sorted(p.name for p in (tmp_path / "job").iterdir()) == ["client0.pt", "client1.pt", "server.pt"]
+    assert "partition-file" in capsys.readouterr().out
+    assert main(args + ["-p", "algorithm", "gcfl", "--out", str(tmp_path / "refused")]) == 2
+    assert "fgl: error: flower: algorithm 'gcfl': its run() adds steps" in capsys.readouterr().err
+    assert not (tmp_path / "refused").exists()

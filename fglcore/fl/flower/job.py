@@ -98,7 +98,8 @@ def check_participants(algorithm: Any, server: Server | None, clients: list[Clie
             "(fglcore.fl.secure); the Flower adapter does not yet run the masking on the SuperNodes (Flower's "
             "SecAgg+ is not wired in), so set secure_aggregation to false to run on Flower")
     federation = getattr(algorithm, "federation", None)
-    shared = {id(channel): "the channel", id(channel.ledger): "the ledger", id(algorithm): "the algorithm object"}
+    shared = {id(channel): "the channel (it would send messages outside the round loop)",
+              id(channel.ledger): "the ledger", id(algorithm): "the algorithm object"}
     if federation is not None:
         shared[id(federation)] = "the whole federation (every client's data)"
     for client in clients:
