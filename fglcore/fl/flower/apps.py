@@ -353,7 +353,7 @@ class RemoteClient(Client):
         super().__init__(cid, num_samples)
         self.link = link
         self.node_id = node_id
-        self.round = 0
+        self.round = 0  # the last round this client trained (what its evaluation follows)
         self.pending: tuple[Payload, int] | None = None
 
     def _content(self, round: int) -> dict[str, Any]:
@@ -371,7 +371,6 @@ class RemoteClient(Client):
             raise FlowerUnsupported(f"the server sent {self.name} two payloads (rounds {self.pending[1]} and "
                                     f"{round}) without a fit or evaluate between them")
         self.pending = (payload, round)
-        self.round = round
 
     def fit(self, round: int) -> Payload | None:
         self.round = round
@@ -385,7 +384,7 @@ class RemoteClient(Client):
         return update
 
     def evaluate(self) -> dict[str, Prediction]:
-        reply = self.link.call(self, "evaluate", self.round, self._content(self.round))
+        reply = self.link.call(self, "evaluate", self.round, self._content(self.round))  # after round self.round
         self.pending = None
         return _record_predictions(reply["predictions"], reply["splits"])
 

@@ -304,9 +304,9 @@ class FlowerRun:
         ``ledger_*``: the channel's record (tensor data); ``tensor_*``: tensor data in the Flower messages'
         payload and update records (equal to the ledger); ``array_*``: the same as NumPy ``.npy`` arrays
         (a header per array); ``wire_*``: every object of every message (records, metadata, the random state,
-        evaluation predictions and the messages that carry no payload). Payloads delivered after round ``r``
-        are ledger round ``r + 1``; they travel with the next message, so both are summed per
-        client over the ledger's rounds (a message carries its payload's round)."""
+        evaluation predictions and the messages that carry no payload); ``evaluation_upload``: the part of
+        ``wire_upload`` that answers ``evaluate`` messages. Summed over the run: a payload of ledger round
+        ``r + 1`` travels with the next message after round ``r``."""
         ledger = self.result.ledger.to_frame()
         rows = []
         wire = self.wire()
