@@ -98,17 +98,20 @@ def test_a_failed_start_is_a_clear_error_within_the_timeout_and_leaves_no_proces
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory):
     folder = tmp_path_factory.mktemp("flower")
-    job = prepare_job(BASE, folder / "job")
-    with LocalDeployment(folder / "deployment", job.partition_files, start_timeout=60) as dep:
+    # each test writes its job's files here (prepare_job) before it runs; a SuperNode opens its file per message
+    partitions = {cid: folder / "job" / f"client{cid}.pt" for cid in range(BASE["num_clients"])}
+    with LocalDeployment(folder / "deployment", partitions, start_timeout=60) as dep:
         yield dep, folder
     for process in dep.processes:
         assert process.popen.poll() is not None
 
 
-def test_fedavg_on_superlink_and_two_supernodes_gives_the_in_process_numbers(deployment):
+@pytest.mark.parametrize("algorithm", ["fedavg", "fedspray"])
+def test_on_superlink_and_two_supernodes_the_numbers_are_the_in_process_ones(deployment, algorithm):
     dep, folder = deployment
-    _, expected = run_full(BASE)
-    job = prepare_job(BASE, folder / "job")
+    config = {**BASE, "algorithm": algorithm, "local_epochs": 2}  # dropout 0.5: the random state must travel
+    _, expected = run_full(config)
+    job = prepare_job(config, folder / "job")  # the SuperNodes' partition files, rewritten
     result = dep.run(job, result_file=folder / "result.pt", run_timeout=300, message_timeout=120)
     assert result.selected_round == expected.selected_round
     for key, value in expected.metrics.items():
