@@ -59,12 +59,6 @@ def test_algorithm_with_its_own_loop_is_refused_naming_it(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def test_secure_aggregation_is_refused_before_anything_is_written(tmp_path):
-    with pytest.raises(FlowerUnsupported, match="secure_aggregation"):
-        prepare_job({**BASE, "secure_aggregation": True}, tmp_path)
-    assert not list(tmp_path.iterdir())
-
-
 def test_partition_files_hold_one_client_each(tmp_path):
     job = prepare_job(BASE, tmp_path)
     assert sorted(job.partition_files) == [0, 1]
@@ -125,6 +119,21 @@ def test_on_superlink_and_two_supernodes_the_numbers_are_the_in_process_ones(dep
     assert wire.upload_tensor_bytes.sum() == ledger[ledger.receiver == "server"].nbytes.sum()
     assert (wire.download_array_bytes >= wire.download_tensor_bytes).all()
     assert (wire.upload_wire_bytes > wire.upload_tensor_bytes).all()
+
+
+def test_secure_aggregation_masks_on_the_supernodes_and_gives_the_in_process_numbers(deployment):
+    dep, folder = deployment
+    config = {**BASE, "secure_aggregation": True}
+    _, expected = run_full(config)
+    job = prepare_job(config, folder / "job")
+    result = dep.run(job, result_file=folder / "secure.pt", run_timeout=300, message_timeout=120)
+    assert result.history == expected.history
+    pd.testing.assert_frame_equal(result.ledger.to_frame(), expected.ledger.to_frame())
+    assert result.ledger.names(sender="clients") == {"masked_update"}
+    wire = pd.DataFrame(result.extras["flower_wire"])
+    trains = wire[wire.kind == "train"]
+    # only the masked int64 vectors crossed Flower from the clients: as many bytes as the ledger's uploads
+    assert trains.upload_tensor_bytes.sum() == expected.ledger.total_bytes(receiver="server")
 
 
 def test_a_killed_supernode_is_reported_by_name_and_no_result_is_written(deployment):

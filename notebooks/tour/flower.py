@@ -145,5 +145,6 @@ print(f"per round: {in_process_seconds / rounds:.2f} s in-process, "
 #
 # Any algorithm whose run is its round loop and whose clients talk only through the server's payloads and
 # their updates: FedAvg, FedProx, FedSpray (Algorithm 1), FedStar and most baselines. An algorithm with a loop
-# of its own (O-pFGL, FED-PUB, GCFL, ...), messages sent before the first round, or secure aggregation is
-# refused with the reason (`FlowerUnsupported`).
+# of its own (O-pFGL, FED-PUB, GCFL, ...) or messages sent before the first round is refused with the reason
+# (`FlowerUnsupported`). With `secure_aggregation`, each client masks its update on its own SuperNode and only
+# the masked vector crosses Flower.

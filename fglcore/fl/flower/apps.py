@@ -16,6 +16,11 @@ in-process call              Flower message (type)            content (request -
 (start)                      ``query.describe``               -> the client's id, name and sample count
 ==========================  ===============================  ==================================================
 
+Under secure aggregation the ``train`` message asks for a masked update: the client masks it on its own
+machine (:meth:`Client.masked_update <fglcore.fl.engine.Client.masked_update>`, fglcore's pairwise masking)
+and the reply carries only ``ArrayRecord "masked"`` (one ``int64`` vector) with the names, dtypes and shapes
+of the parameters; the ServerApp's loop unmasks the sum as in-process.
+
 So every message the channel records is one Flower message: a server payload becomes the ``payload`` record
 of the next message to that client, an upload the ``update`` record of the ``train`` reply, tensor for
 tensor under the channel's names. The channel on the ServerApp records the same ledger as in-process.
@@ -153,13 +158,17 @@ def _files(context: Context) -> tuple[Path, Path]:
     return partition, folder / f"{partition.stem}.run{context.run_id}.pt"
 
 
-def _open_client(context: Context) -> tuple[Client, Path]:
+def _open_client(context: Context) -> tuple[Client, Path, Any]:
+    """The client (from its state file of this run, else its partition file), the state file, and the
+    partition's :class:`~fglcore.fl.secure.SecureAggregator` (``None`` without secure aggregation)."""
     partition, state = _files(context)
     runtime.set_threads()
     runtime.set_flush_denormal()
     source = state if state.exists() else partition
-    client = load_file(source, "partition file" if source == partition else "client state file")["client"]
-    return client, state
+    content = load_file(source, "partition file" if source == partition else "client state file")
+    if "secure" not in content:
+        content["secure"] = load_file(partition, "partition file").get("secure")
+    return content["client"], state, content["secure"]
 
 
 def _take_payload(client: Client, message: Message) -> None:
@@ -184,7 +193,7 @@ def _reply(message: Message, content: dict[str, Any]) -> Message:
 
 @client_app.query("describe")
 def describe(message: Message, context: Context) -> Message:
-    client, _ = _open_client(context)
+    client, _, _ = _open_client(context)
     return Message(RecordDict({"client": ConfigRecord({"cid": int(client.cid), "name": client.name,
                                                        "num_samples": int(client.num_samples)})}),
                    reply_to=message)
@@ -192,27 +201,37 @@ def describe(message: Message, context: Context) -> Message:
 
 @client_app.train()
 def train(message: Message, context: Context) -> Message:
-    client, state = _open_client(context)
+    client, state, secure = _open_client(context)
     set_rng_state(decode_rng(message.content["rng"]))
     _take_payload(client, message)
-    update = client.fit(int(message.content["config"]["round"]))
-    content: dict[str, Any] = {"config": ConfigRecord({"num_samples": int(client.num_samples),
-                                                       "has_update": update is not None})}
-    if update is not None:
+    round = int(message.content["config"]["round"])
+    update = client.fit(round)
+    info: dict[str, Any] = {"num_samples": int(client.num_samples), "has_update": update is not None}
+    content: dict[str, Any] = {}
+    if update is not None and message.content["config"].get("secure", False):
+        if secure is None:
+            raise ValueError("the server asks for a masked update but this partition file holds no secure "
+                             "aggregator; write the files with secure_aggregation true")
+        content["masked"] = tensor_record({"masked_update": client.masked_update(update, secure, round)})
+        info["names"] = list(update)
+        info["dtypes"] = [str(v.dtype).removeprefix("torch.") for v in update.values()]
+        info["shapes"] = json.dumps([list(v.shape) for v in update.values()])
+    elif update is not None:
         content["update"] = tensor_record({**update, "num_samples": torch.tensor(float(client.num_samples))})
+    content["config"] = ConfigRecord(info)
     reply = _reply(message, content)
-    _save({"format": 1, "client": client}, state)
+    _save({"format": 1, "client": client, "secure": secure}, state)
     return reply
 
 
 @client_app.evaluate()
 def evaluate(message: Message, context: Context) -> Message:
-    client, state = _open_client(context)
+    client, state, secure = _open_client(context)
     set_rng_state(decode_rng(message.content["rng"]))
     _take_payload(client, message)
     arrays, info = _predictions_record(client.evaluate())
     reply = _reply(message, {"predictions": arrays, "splits": info})
-    _save({"format": 1, "client": client}, state)
+    _save({"format": 1, "client": client, "secure": secure}, state)
     return reply
 
 
@@ -227,7 +246,7 @@ def _record_sizes(content: RecordDict) -> tuple[int, int]:
     tensor, array = 0, 0
     for key in content.keys():
         record = content[key]
-        if isinstance(record, ArrayRecord) and key in ("payload", "update"):
+        if isinstance(record, ArrayRecord) and key in ("payload", "update", "masked"):
             for a in record.values():
                 tensor += int(np.prod(a.shape, dtype=np.int64)) * np.dtype(a.dtype).itemsize
                 array += len(a.data)
@@ -237,8 +256,9 @@ def _record_sizes(content: RecordDict) -> tuple[int, int]:
 class FlowerLink:
     """The ServerApp's end: sends one message at a time through the ``Grid`` and accounts for its bytes."""
 
-    def __init__(self, grid: Grid, message_timeout: float, events: Path | None = None):
+    def __init__(self, grid: Grid, message_timeout: float, events: Path | None = None, secure: bool = False):
         self.grid = grid
+        self.secure = secure
         self.message_timeout = float(message_timeout)
         self.poll = 0.1
         self.events = events
@@ -373,15 +393,34 @@ class RemoteClient(Client):
         self.pending = (payload, round)
 
     def fit(self, round: int) -> Payload | None:
+        """The client's update; under secure aggregation the client masks it on its machine and this returns
+        shape-only (``meta``) tensors of its names, shapes and dtypes, the masked vector kept for
+        :meth:`masked_update`."""
         self.round = round
-        reply = self.link.call(self, "train", round, self._content(round))
+        content = self._content(round)
+        if self.link.secure:
+            content["config"]["secure"] = True
+        reply = self.link.call(self, "train", round, content)
         self.pending = None
-        self.num_samples = int(reply["config"]["num_samples"])
-        if not reply["config"]["has_update"]:
+        info = reply["config"]
+        self.num_samples = int(info["num_samples"])
+        if not info["has_update"]:
             return None
+        if "masked" in reply:
+            self.masked = (list(info["names"]), record_tensors(reply["masked"])["masked_update"])
+            return {name: torch.empty(shape, dtype=getattr(torch, dtype), device="meta")
+                    for name, dtype, shape in zip(info["names"], info["dtypes"], json.loads(info["shapes"]))}
         update = record_tensors(reply["update"])
         update.pop("num_samples")
         return update
+
+    def masked_update(self, update: Payload, secure: Any, round: int) -> Tensor:
+        names, vector = self.masked
+        if list(update) != names:
+            raise FlowerUnsupported(f"secure aggregation: {self.name} masked its update in the order {names}, the "
+                                    f"server sums in the order {list(update)}; on Flower every client must upload "
+                                    "its parameters in the same order")
+        return vector
 
     def evaluate(self) -> dict[str, Prediction]:
         reply = self.link.call(self, "evaluate", self.round, self._content(self.round))  # after round self.round
@@ -408,11 +447,12 @@ def main(grid: Grid, context: Context) -> None:
         job = load_file(str(config["job-file"]), "job file")
         runtime.set_threads()
         runtime.set_flush_denormal()
-        link = FlowerLink(grid, float(config.get("message-timeout", 300)), events)
+        secure = job.get("secure")
+        link = FlowerLink(grid, float(config.get("message-timeout", 300)), events, secure=secure is not None)
         proxies = link.connect(job["clients"], float(config.get("connect-timeout", 60)))
         set_rng_state(job["rng"])
         started = time.perf_counter()
-        result = run_rounds(job["server"], proxies, Channel(), **job["loop"])
+        result = run_rounds(job["server"], proxies, Channel(), **job["loop"], secure=secure)
         result.extras["flower_seconds"] = time.perf_counter() - started
         result.extras["flower_wire"] = link.wire
         result.extras["flower_run_id"] = context.run_id

@@ -17,8 +17,15 @@ Flower can carry an algorithm when all of its communication is the round loop's:
 (:meth:`Server.payload_for`) and updates the clients return from :meth:`Client.fit`. :class:`FlowerUnsupported`
 names what else an algorithm needs: its own ``run`` (O-pFGL, FedPub, ... :meth:`Algorithm.round_loop_only
 <fglcore.algorithms.base.Algorithm.round_loop_only>`), messages sent while building, a client that holds the
-channel, the server or another client (it would talk outside the loop, or carry others' data), or secure
-aggregation, whose masking must happen on the clients.
+channel, the server or another client (it would talk outside the loop, or carry others' data).
+
+Secure aggregation (``config.secure_aggregation``) runs fglcore's pairwise masking
+(:mod:`fglcore.fl.secure`) on the SuperNodes: each partition file holds the
+:class:`~fglcore.fl.secure.SecureAggregator`, each client masks its own update
+(:meth:`Client.masked_update <fglcore.fl.engine.Client.masked_update>`) and only the masked vector crosses
+Flower; the ServerApp unmasks the sum. Its limits are the simulation's: the pairwise seeds derive from the
+run's seed, which every file holds, so this shows what the server sees, not a cryptographic guarantee
+(Flower's SecAgg+, with key agreement and dropout recovery, is not wired in).
 
 These files are pickles of live objects, like round checkpoints (:mod:`fglcore.fl.checkpoint`): load them only
 from a source you trust, with the same fglcore and torch versions.
@@ -38,6 +45,7 @@ from fglcore.config import ExperimentConfig
 from fglcore.fl.channel import Channel, Ledger
 from fglcore.fl.checkpoint import rng_state
 from fglcore.fl.engine import Client, Server
+from fglcore.fl.secure import SecureAggregator
 
 JOB_FORMAT = 1
 
@@ -92,11 +100,6 @@ def check_participants(algorithm: Any, server: Server | None, clients: list[Clie
         raise FlowerUnsupported(f"algorithm {name!r} sends messages while building its participants, which the "
                                 f"Flower adapter does not carry: {', '.join(sent[:6])}"
                                 f"{' ...' if len(sent) > 6 else ''}")
-    if algorithm.config.secure_aggregation and server is not None:
-        raise FlowerUnsupported(
-            f"secure_aggregation: algorithm {name!r} with secure aggregation masks each update on its client "
-            "(fglcore.fl.secure); the Flower adapter does not yet run the masking on the SuperNodes (Flower's "
-            "SecAgg+ is not wired in), so set secure_aggregation to false to run on Flower")
     federation = getattr(algorithm, "federation", None)
     shared = {id(channel): "the channel (it would send messages outside the round loop)",
               id(channel.ledger): "the ledger", id(algorithm): "the algorithm object"}
@@ -149,12 +152,15 @@ def prepare_job(config: ExperimentConfig | Mapping[str, Any], folder: str | os.P
     server, clients = algorithm.build(channel)
     state = rng_state()  # what the in-process run_rounds starts from
     check_participants(algorithm, server, clients, channel)
+    secure = None
+    if config.secure_aggregation and server is not None:  # as Algorithm.run
+        secure = SecureAggregator([client.cid for client in clients], seed=config.seed)
     folder = Path(folder).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     partitions = {}
     for client in clients:
         path = folder / f"{client.name}.pt"
-        _save({"format": JOB_FORMAT, "client": client}, path)
+        _save({"format": JOB_FORMAT, "client": client, "secure": secure}, path)
         partitions[client.cid] = path
     server_file = folder / "server.pt"
     _save({
@@ -164,6 +170,7 @@ def prepare_job(config: ExperimentConfig | Mapping[str, Any], folder: str | os.P
         "clients": [{"cid": c.cid, "name": c.name, "num_samples": c.num_samples} for c in clients],
         "loop": algorithm.loop_arguments() | {"progress": False},
         "rng": state,
+        "secure": secure,
     }, server_file)
     return Job(folder, server_file, partitions, algorithm.name)
 
