@@ -2,6 +2,7 @@
 
     FGL_THREADS=1 python benchmarks/flower_overhead.py                        # FedAvg, Cora, 10 clients, 2 rounds
     FGL_THREADS=1 python benchmarks/flower_overhead.py --clients 2 --rounds 3 --algorithm fedprox
+    FGL_THREADS=1 python benchmarks/flower_overhead.py --parallel --dropout 0    # every client at once
 
 Flower runs on a local deployment (a SuperLink and one SuperNode per client, :mod:`fglcore.fl.flower.deploy`).
 Columns: seconds per round in-process and on Flower (the ServerApp's round loop; the deployment's start and
@@ -31,13 +32,18 @@ def main() -> None:
     parser.add_argument("--algorithm", default="fedavg")
     parser.add_argument("--evaluate-every", type=int, default=None, help="default: only the last round")
     parser.add_argument("--out", default=None, help="folder for Flower's files (default: a temporary one)")
+    parser.add_argument("--parallel", action="store_true", help="each round's messages to every client at once")
+    parser.add_argument("--dropout", type=float, default=None, help="the model's dropout (default: the config's)")
     args = parser.parse_args()
     config = {"dataset": args.dataset, "num_clients": args.clients, "rounds": args.rounds,
               "algorithm": args.algorithm, "device": "cpu", "evaluate_every": args.evaluate_every or args.rounds}
+    if args.dropout is not None:
+        config["dropout"] = args.dropout
     started = time.perf_counter()
     _, expected = run_full(config)
     in_process = time.perf_counter() - started
-    flower = run_on_flower(config, args.out or tempfile.mkdtemp(prefix="fgl-flower-bench-"), run_timeout=3600)
+    flower = run_on_flower(config, args.out or tempfile.mkdtemp(prefix="fgl-flower-bench-"), run_timeout=3600,
+                           parallel=args.parallel)
     result = flower.result
     wire = flower.wire()
     rounds_seconds = result.extras["flower_seconds"]
@@ -46,6 +52,7 @@ def main() -> None:
     on_wire = int(wire.download_wire_bytes.sum() + wire.upload_wire_bytes.sum())
     table = pd.DataFrame([{
         "dataset": args.dataset, "clients": args.clients, "rounds": args.rounds, "algorithm": args.algorithm,
+        "schedule": "parallel" if args.parallel else "sequential",
         "in_process_s_per_round": in_process / args.rounds,
         "flower_s_per_round": rounds_seconds / args.rounds,
         "overhead_x": rounds_seconds / in_process,

@@ -73,6 +73,11 @@ def _parser() -> argparse.ArgumentParser:
     flower.add_argument("--message-timeout", type=float, default=300.0,
                         help="seconds the server waits for a client's reply before it reports the client lost")
     flower.add_argument("--run-timeout", type=float, default=3600.0, help="seconds the whole run may take")
+    flower.add_argument("--parallel", action="store_true",
+                        help="send each round's messages to every client at once, each client with its own random "
+                             "state: faster, but other numbers than in-process wherever clients draw random numbers "
+                             "(dropout); by default one message at a time with the global random state, the "
+                             "in-process numbers bit for bit")
 
     compare = sub.add_parser("compare", help="rewrite comparison.csv, claims.csv and summary.md of a profile from "
                                              "its stored results.csv (nothing is run)")
@@ -367,7 +372,8 @@ def _flower(args: argparse.Namespace) -> int:
                  "machine>\"; see the README's \"Run across machines\"")
             return 0
         flower = deploy.run_on_flower(config, args.out, start_timeout=args.start_timeout,
-                                      run_timeout=args.run_timeout, message_timeout=args.message_timeout)
+                                      run_timeout=args.run_timeout, message_timeout=args.message_timeout,
+                                      parallel=args.parallel)
     except job.FlowerUnsupported as err:
         raise ConfigError(f"flower: {err}") from None
     except (deploy.DeploymentError, deploy.ClientLost) as err:

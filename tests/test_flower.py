@@ -136,6 +136,20 @@ def test_secure_aggregation_masks_on_the_supernodes_and_gives_the_in_process_num
     assert trains.upload_tensor_bytes.sum() == expected.ledger.total_bytes(receiver="server")
 
 
+def test_parallel_schedule_sends_a_round_to_every_client_at_once(deployment):
+    dep, folder = deployment
+    config = {**BASE, "dropout": 0.0}  # no client draws random numbers: the numbers cannot depend on the schedule
+    _, expected = run_full(config)
+    job = prepare_job(config, folder / "job")
+    result = dep.run(job, result_file=folder / "parallel.pt", run_timeout=300, message_timeout=120, parallel=True)
+    assert result.history == expected.history
+    pd.testing.assert_frame_equal(result.ledger.to_frame(), expected.ledger.to_frame())
+    wire = pd.DataFrame(result.extras["flower_wire"])
+    # one exchange per kind and round: both clients' messages were pushed together and took the same time
+    assert (wire.groupby(["kind", "round"])["seconds"].nunique() == 1).all()
+    assert (wire.groupby(["kind", "round"])["client"].nunique() == 2).all()
+
+
 def test_a_killed_supernode_is_reported_by_name_and_no_result_is_written(deployment):
     dep, folder = deployment
     config = {**BASE, "rounds": 3, "evaluate_every": 3}

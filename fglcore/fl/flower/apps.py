@@ -30,7 +30,10 @@ sampling) in the loop's order. Each message therefore carries the global random 
 torch (``ConfigRecord "rng"``, no pickle) and each reply brings it back, so the draws happen in the same
 order on whichever machine: the ServerApp sends one message at a time, in :func:`run_rounds`' order, and a
 run gives the in-process numbers bit for bit (same torch build and thread count). The price is that clients
-train one after another, not in parallel. A payload reaches its client with the following ``train`` or
+train one after another, not in parallel. The **parallel** schedule (run config ``parallel = true``) sends each
+round's messages to every client at once; each client then draws from its own random state (seeded
+``client_seed(seed, cid)`` and kept in its state file), so the numbers equal the in-process ones only where no
+client draws random numbers (e.g. dropout 0 and full-batch training), and differ otherwise. A payload reaches its client with the following ``train`` or
 ``evaluate`` message instead of at once; a client whose ``receive`` draws random numbers would change the
 order, and the ClientApp refuses it (:class:`~fglcore.fl.flower.job.FlowerUnsupported`).
 
@@ -158,17 +161,30 @@ def _files(context: Context) -> tuple[Path, Path]:
     return partition, folder / f"{partition.stem}.run{context.run_id}.pt"
 
 
-def _open_client(context: Context) -> tuple[Client, Path, Any]:
-    """The client (from its state file of this run, else its partition file), the state file, and the
-    partition's :class:`~fglcore.fl.secure.SecureAggregator` (``None`` without secure aggregation)."""
+def _open(context: Context) -> tuple[dict[str, Any], Path]:
+    """What the client's file holds (from its state file of this run, else its partition file: ``client``,
+    ``secure``, ``rng_seed`` and, in a state file, ``rng``) and the state file's path."""
     partition, state = _files(context)
     runtime.set_threads()
     runtime.set_flush_denormal()
     source = state if state.exists() else partition
     content = load_file(source, "partition file" if source == partition else "client state file")
-    if "secure" not in content:
-        content["secure"] = load_file(partition, "partition file").get("secure")
-    return content["client"], state, content["secure"]
+    return content, state
+
+
+def _use_random_state(message: Message, content: Mapping[str, Any]) -> None:
+    """The global random state the message carries (sequential schedule), else the client's own: the one its
+    last message left, or, at its first message, its own seed (``client_seed(seed, cid)``)."""
+    if "rng" in message.content:
+        set_rng_state(decode_rng(message.content["rng"]))
+    elif content.get("rng") is not None:
+        set_rng_state(content["rng"])
+    else:
+        runtime.set_seed(int(content["rng_seed"]))
+
+
+def _keep(content: dict[str, Any], client: Client, state: Path) -> None:
+    _save({**content, "client": client, "rng": rng_state()}, state)
 
 
 def _take_payload(client: Client, message: Message) -> None:
@@ -193,7 +209,7 @@ def _reply(message: Message, content: dict[str, Any]) -> Message:
 
 @client_app.query("describe")
 def describe(message: Message, context: Context) -> Message:
-    client, _, _ = _open_client(context)
+    client = _open(context)[0]["client"]
     return Message(RecordDict({"client": ConfigRecord({"cid": int(client.cid), "name": client.name,
                                                        "num_samples": int(client.num_samples)})}),
                    reply_to=message)
@@ -201,8 +217,9 @@ def describe(message: Message, context: Context) -> Message:
 
 @client_app.train()
 def train(message: Message, context: Context) -> Message:
-    client, state, secure = _open_client(context)
-    set_rng_state(decode_rng(message.content["rng"]))
+    content_in, state = _open(context)
+    client, secure = content_in["client"], content_in.get("secure")
+    _use_random_state(message, content_in)
     _take_payload(client, message)
     round = int(message.content["config"]["round"])
     update = client.fit(round)
@@ -220,18 +237,19 @@ def train(message: Message, context: Context) -> Message:
         content["update"] = tensor_record({**update, "num_samples": torch.tensor(float(client.num_samples))})
     content["config"] = ConfigRecord(info)
     reply = _reply(message, content)
-    _save({"format": 1, "client": client, "secure": secure}, state)
+    _keep(content_in, client, state)
     return reply
 
 
 @client_app.evaluate()
 def evaluate(message: Message, context: Context) -> Message:
-    client, state, secure = _open_client(context)
-    set_rng_state(decode_rng(message.content["rng"]))
+    content_in, state = _open(context)
+    client = content_in["client"]
+    _use_random_state(message, content_in)
     _take_payload(client, message)
     arrays, info = _predictions_record(client.evaluate())
     reply = _reply(message, {"predictions": arrays, "splits": info})
-    _save({"format": 1, "client": client, "secure": secure}, state)
+    _keep(content_in, client, state)
     return reply
 
 
@@ -256,9 +274,13 @@ def _record_sizes(content: RecordDict) -> tuple[int, int]:
 class FlowerLink:
     """The ServerApp's end: sends one message at a time through the ``Grid`` and accounts for its bytes."""
 
-    def __init__(self, grid: Grid, message_timeout: float, events: Path | None = None, secure: bool = False):
+    def __init__(self, grid: Grid, message_timeout: float, events: Path | None = None, secure: bool = False,
+                 parallel: bool = False):
         self.grid = grid
         self.secure = secure
+        self.parallel = parallel
+        self.proxies: list[RemoteClient] = []
+        self.batch: dict[tuple[str, int], dict[int, RecordDict]] = {}
         self.message_timeout = float(message_timeout)
         self.poll = 0.1
         self.events = events
@@ -269,18 +291,19 @@ class FlowerLink:
             with open(self.events, "a") as handle:
                 handle.write(json.dumps({"time": time.time(), **event}) + "\n")
 
-    def exchange(self, messages: list[Message]) -> list[Message]:
-        """Push ``messages`` and pull their replies until all arrived or :attr:`message_timeout` passed.
+    def exchange(self, messages: list[Message]) -> dict[str, Message]:
+        """Push ``messages``; pull their replies until all arrived or :attr:`message_timeout` passed; return
+        the replies by the id of the message each answers (a message without a reply is missing).
 
         ``Grid.send_and_receive`` does the same but looks for replies every 3 s; this looks every
         :attr:`poll` seconds (a local request to the SuperLink), which saves up to 3 s per message."""
         ids = set(self.grid.push_messages(messages))
         deadline = time.monotonic() + self.message_timeout
-        replies: list[Message] = []
+        replies: dict[str, Message] = {}
         while ids:
-            got = list(self.grid.pull_messages(ids))
-            replies.extend(got)
-            ids.difference_update(m.metadata.reply_to_message_id for m in got)
+            for reply in self.grid.pull_messages(ids):
+                replies[reply.metadata.reply_to_message_id] = reply
+                ids.discard(reply.metadata.reply_to_message_id)
             if not ids or time.monotonic() >= deadline:
                 break
             time.sleep(self.poll)
@@ -299,8 +322,7 @@ class FlowerLink:
             raise ClientLost(f"only {len(nodes)} of the {len(expected)} SuperNodes connected to the SuperLink "
                              f"within {timeout:g} s")
         requests = [Message(RecordDict({}), dst_node_id=node, message_type="query.describe") for node in nodes]
-        replies = self.exchange(requests)
-        answered = {reply.metadata.src_node_id: reply for reply in replies}
+        answered = {reply.metadata.src_node_id: reply for reply in self.exchange(requests).values()}
         found: dict[int, tuple[int, Mapping[str, Any]]] = {}
         for node in nodes:
             reply = answered.get(node)
@@ -328,42 +350,62 @@ class FlowerLink:
                                  "file belongs to another job")
             proxies.append(RemoteClient(self, node, cid, int(entry["num_samples"])))
         self._log(event="connected", nodes={str(p.cid): p.node_id for p in proxies})
+        self.proxies = proxies
         return proxies
 
-    def call(self, client: "RemoteClient", kind: str, round: int, content: dict[str, Any]) -> RecordDict:
-        """Send ``content`` to ``client``'s SuperNode as a ``kind`` message and return the reply's content."""
-        content["rng"] = encode_rng(rng_state())
-        message = Message(RecordDict(content), dst_node_id=client.node_id, message_type=kind)
-        sent_tensor, sent_array = _record_sizes(message.content)
-        sent_wire = wire_bytes(message)
+    def reply_for(self, client: "RemoteClient", kind: str, round: int) -> RecordDict:
+        """The reply of ``client`` to its ``kind`` message of ``round``.
+
+        Sequential schedule: that one message, carrying the global random state. Parallel schedule: the first
+        client asked sends this ``kind`` and round to every client at once and keeps the others' replies for
+        them (the round loop asks every client in turn)."""
+        if not self.parallel:
+            return self.call_many([(client, kind, round)])[0]
+        if (kind, round) not in self.batch:
+            replies = self.call_many([(proxy, kind, round) for proxy in self.proxies])
+            self.batch = {(kind, round): {proxy.cid: reply for proxy, reply in zip(self.proxies, replies)}}
+        return self.batch[(kind, round)].pop(client.cid)
+
+    def call_many(self, requests: Sequence[tuple["RemoteClient", str, int]]) -> list[RecordDict]:
+        """Send each ``(client, kind, round)`` message at once and return the replies' contents in order."""
+        messages = []
+        for client, kind, round in requests:
+            content = client.request(kind, round)
+            if not self.parallel:
+                content["rng"] = encode_rng(rng_state())
+            messages.append(Message(RecordDict(content), dst_node_id=client.node_id, message_type=kind))
+        sizes = [(_record_sizes(m.content), wire_bytes(m)) for m in messages]
         started = time.perf_counter()
-        replies = self.exchange([message])
+        replies = self.exchange(messages)
         seconds = time.perf_counter() - started
-        if not replies:
-            self._log(event="lost", client=client.name, kind=kind, round=round)
-            raise ClientLost(f"{client.name} (SuperNode {client.node_id}) sent no reply to its {kind} message of "
-                             f"round {round} within {self.message_timeout:g} s: the client was lost and the run is "
-                             "incomplete")
-        reply = replies[0]
-        if reply.has_error():
-            self._log(event="error", client=client.name, kind=kind, round=round, error=reply.error.reason)
-            unavailable = reply.error.code in (ErrorCode.NODE_UNAVAILABLE, ErrorCode.MESSAGE_UNAVAILABLE,
-                                               ErrorCode.REPLY_MESSAGE_UNAVAILABLE)
-            raise (ClientLost if unavailable else ClientFailed)(
-                f"{client.name} (SuperNode {client.node_id}) answered its {kind} message of round {round} with "
-                f"Flower error {reply.error.code}: {reply.error.reason}"
-                + ("; the client was lost and the run is incomplete" if unavailable else ""))
-        set_rng_state(decode_rng(reply.content["rng"]))
-        got_tensor, got_array = _record_sizes(reply.content)
-        got_wire = wire_bytes(reply)
-        if kind == "evaluate":
-            got_array = sum(len(a.data) for a in reply.content["predictions"].values())
-        self.wire.append({"round": round, "client": client.name, "kind": kind, "seconds": seconds,
-                          "download_tensor_bytes": sent_tensor, "download_array_bytes": sent_array,
-                          "download_wire_bytes": sent_wire, "upload_tensor_bytes": got_tensor,
-                          "upload_array_bytes": got_array, "upload_wire_bytes": got_wire})
-        self._log(event="reply", client=client.name, kind=kind, round=round, seconds=seconds)
-        return reply.content
+        contents = []
+        for (client, kind, round), message, ((sent_tensor, sent_array), sent_wire) in zip(requests, messages, sizes):
+            reply = replies.get(message.metadata.message_id)
+            if reply is None:
+                self._log(event="lost", client=client.name, kind=kind, round=round)
+                raise ClientLost(f"{client.name} (SuperNode {client.node_id}) sent no reply to its {kind} message "
+                                 f"of round {round} within {self.message_timeout:g} s: the client was lost and the "
+                                 "run is incomplete")
+            if reply.has_error():
+                self._log(event="error", client=client.name, kind=kind, round=round, error=reply.error.reason)
+                unavailable = reply.error.code in (ErrorCode.NODE_UNAVAILABLE, ErrorCode.MESSAGE_UNAVAILABLE,
+                                                   ErrorCode.REPLY_MESSAGE_UNAVAILABLE)
+                raise (ClientLost if unavailable else ClientFailed)(
+                    f"{client.name} (SuperNode {client.node_id}) answered its {kind} message of round {round} with "
+                    f"Flower error {reply.error.code}: {reply.error.reason}"
+                    + ("; the client was lost and the run is incomplete" if unavailable else ""))
+            if not self.parallel:
+                set_rng_state(decode_rng(reply.content["rng"]))
+            got_tensor, got_array = _record_sizes(reply.content)
+            if kind == "evaluate":
+                got_array = sum(len(a.data) for a in reply.content["predictions"].values())
+            self.wire.append({"round": round, "client": client.name, "kind": kind, "seconds": seconds,
+                              "download_tensor_bytes": sent_tensor, "download_array_bytes": sent_array,
+                              "download_wire_bytes": sent_wire, "upload_tensor_bytes": got_tensor,
+                              "upload_array_bytes": got_array, "upload_wire_bytes": wire_bytes(reply)})
+            self._log(event="reply", client=client.name, kind=kind, round=round, seconds=seconds)
+            contents.append(reply.content)
+        return contents
 
 
 class RemoteClient(Client):
@@ -376,13 +418,17 @@ class RemoteClient(Client):
         self.round = 0  # the last round this client trained (what its evaluation follows)
         self.pending: tuple[Payload, int] | None = None
 
-    def _content(self, round: int) -> dict[str, Any]:
+    def request(self, kind: str, round: int) -> dict[str, Any]:
+        """The content of this client's ``kind`` message of ``round``: the pending payload, if any, goes with it."""
         config: dict[str, Any] = {"round": round}
         content: dict[str, Any] = {}
         if self.pending is not None:
             payload, payload_round = self.pending
             content["payload"] = tensor_record(payload)
             config["payload_round"] = payload_round
+            self.pending = None
+        if kind == "train" and self.link.secure:
+            config["secure"] = True
         content["config"] = ConfigRecord(config)
         return content
 
@@ -397,11 +443,7 @@ class RemoteClient(Client):
         shape-only (``meta``) tensors of its names, shapes and dtypes, the masked vector kept for
         :meth:`masked_update`."""
         self.round = round
-        content = self._content(round)
-        if self.link.secure:
-            content["config"]["secure"] = True
-        reply = self.link.call(self, "train", round, content)
-        self.pending = None
+        reply = self.link.reply_for(self, "train", round)
         info = reply["config"]
         self.num_samples = int(info["num_samples"])
         if not info["has_update"]:
@@ -423,8 +465,7 @@ class RemoteClient(Client):
         return vector
 
     def evaluate(self) -> dict[str, Prediction]:
-        reply = self.link.call(self, "evaluate", self.round, self._content(self.round))  # after round self.round
-        self.pending = None
+        reply = self.link.reply_for(self, "evaluate", self.round)  # after round self.round
         return _record_predictions(reply["predictions"], reply["splits"])
 
 
@@ -448,7 +489,8 @@ def main(grid: Grid, context: Context) -> None:
         runtime.set_threads()
         runtime.set_flush_denormal()
         secure = job.get("secure")
-        link = FlowerLink(grid, float(config.get("message-timeout", 300)), events, secure=secure is not None)
+        link = FlowerLink(grid, float(config.get("message-timeout", 300)), events, secure=secure is not None,
+                          parallel=bool(config.get("parallel", False)))
         proxies = link.connect(job["clients"], float(config.get("connect-timeout", 60)))
         set_rng_state(job["rng"])
         started = time.perf_counter()

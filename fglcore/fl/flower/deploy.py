@@ -65,6 +65,7 @@ job-file = ""
 result-file = ""
 connect-timeout = 60.0
 message-timeout = 300.0
+parallel = false
 """
 APP_README = ("The fglcore Flower app: its components live in the installed fglcore package "
               "(fglcore.fl.flower.apps); this folder only names them for `flwr run`.\n")
@@ -235,8 +236,13 @@ class LocalDeployment:
     # -- runs ------------------------------------------------------------------------------------
 
     def run(self, job: Job, *, result_file: str | os.PathLike[str] | None = None, run_timeout: float = 600.0,
-            connect_timeout: float = 60.0, message_timeout: float = 300.0) -> RunResult:
+            connect_timeout: float = 60.0, message_timeout: float = 300.0, parallel: bool = False) -> RunResult:
         """``flwr run`` the fglcore app on ``job``; return the ServerApp's :class:`RunResult`.
+
+        ``parallel``: each round's messages go to every client at once and each client draws from its own
+        random state (seeded ``client_seed(seed, cid)``), instead of one message at a time carrying the
+        global random state (the default, which gives the in-process numbers bit for bit; see
+        :mod:`fglcore.fl.flower.apps`).
 
         Raises :class:`~fglcore.fl.flower.apps.ClientLost` (naming the client, its SuperNode, the message and
         round) when a client was lost, :class:`DeploymentError` when the run fails or does not finish within ``run_timeout`` seconds;
@@ -256,7 +262,8 @@ class LocalDeployment:
         app = write_app(self.folder / "app")
         run_config = " ".join([f'job-file="{job.server_file}"', f'result-file="{result_file}"',
                                f"connect-timeout={float(connect_timeout)}",
-                               f"message-timeout={float(message_timeout)}"])
+                               f"message-timeout={float(message_timeout)}",
+                               f"parallel={'true' if parallel else 'false'}"])
         command = [self._executable("flwr"), "run", str(app), "local", "--stream", "--run-config", run_config]
         log = self.folder / "flwr-run.log"
         with open(log, "wb") as handle:
@@ -332,15 +339,17 @@ class FlowerRun:
 
 def run_on_flower(config: ExperimentConfig | Mapping[str, Any], folder: str | os.PathLike[str] | None = None, *,
                   start_timeout: float = 60.0, run_timeout: float = 600.0, connect_timeout: float = 60.0,
-                  message_timeout: float = 300.0) -> FlowerRun:
+                  message_timeout: float = 300.0, parallel: bool = False) -> FlowerRun:
     """Run ``config`` on a local Flower deployment (SuperLink + one SuperNode per client) and return its result.
 
-    ``folder`` (default: a new temporary folder) receives the job and partition files, logs and the result.
+    ``folder`` (default: a new temporary folder) receives the job and partition files, logs and the result;
+    ``parallel`` as in :meth:`LocalDeployment.run`.
     """
     folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="fgl-flower-"))
     job = prepare_job(config, folder / "job")
     started = time.perf_counter()
     with LocalDeployment(folder / "deployment", job.partition_files, start_timeout=start_timeout) as deployment:
         result = deployment.run(job, result_file=folder / "result.pt", run_timeout=run_timeout,
-                                connect_timeout=connect_timeout, message_timeout=message_timeout)
+                                connect_timeout=connect_timeout, message_timeout=message_timeout,
+                                parallel=parallel)
     return FlowerRun(result, job, time.perf_counter() - started, folder)

@@ -41,6 +41,7 @@ from typing import Any, Mapping
 
 import torch
 
+from fglcore.algorithms.training import client_seed
 from fglcore.config import ExperimentConfig
 from fglcore.fl.channel import Channel, Ledger
 from fglcore.fl.checkpoint import rng_state
@@ -160,7 +161,8 @@ def prepare_job(config: ExperimentConfig | Mapping[str, Any], folder: str | os.P
     partitions = {}
     for client in clients:
         path = folder / f"{client.name}.pt"
-        _save({"format": JOB_FORMAT, "client": client, "secure": secure}, path)
+        _save({"format": JOB_FORMAT, "client": client, "secure": secure,
+               "rng_seed": client_seed(config.seed, client.cid)}, path)
         partitions[client.cid] = path
     server_file = folder / "server.pt"
     _save({
