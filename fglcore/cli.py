@@ -399,7 +399,9 @@ def _flower(args: argparse.Namespace) -> int:
                 if not (math.isnan(v) and math.isnan(result.metrics.get(k, math.nan)))]
         same_ledger = result.ledger.to_frame().equals(expected.ledger.to_frame())
         _say(f"in-process: {seconds:.1f} s; largest metric difference {max(gaps, default=0.0):.3g}; "
-             f"ledgers {'identical' if same_ledger else 'DIFFER'}")
+             f"ledgers {'identical' if same_ledger else 'DIFFER'}"
+             + ("; --parallel: each client drew from its own random state, so runs that draw random numbers "
+                "(dropout) differ from in-process" if args.parallel else ""))
     _say(f"files, logs and result: {flower.folder}")
     return 0
 

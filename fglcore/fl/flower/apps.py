@@ -51,7 +51,6 @@ as :func:`flwr.supercore.inflatable.get_all_nested_objects` serialises them; HTT
 from __future__ import annotations
 
 import json
-import os
 import random
 import time
 from pathlib import Path
@@ -67,7 +66,7 @@ from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects
 from torch import Tensor
 
 from fglcore import runtime
-from fglcore.fl.channel import Channel, tensor_nbytes
+from fglcore.fl.channel import Channel
 from fglcore.fl.checkpoint import rng_state, set_rng_state
 from fglcore.fl.engine import Client, Payload, run_rounds
 from fglcore.fl.flower.job import FlowerUnsupported, _save, load_file
