@@ -50,16 +50,15 @@ import pandas as pd
 from IPython.display import display
 
 from fglcore import paths, runtime
-from fglcore.config import ExperimentConfig
 from fglcore.experiment import run_full
+from fglcore.papers.tour import flower as tour_flower
 
 try:
     from fglcore.fl.flower import run_on_flower
 except ImportError as error:
     raise RuntimeError(f"Flower is not installed ({error}); install it with pip install -e '.[flower]'") from None
 
-config = ExperimentConfig(dataset=dataset, algorithm=algorithm, num_clients=num_clients, rounds=rounds,
-                          local_epochs=local_epochs, seed=seed, device="cpu")
+config = tour_flower.plan(dataset, algorithm, num_clients, rounds, local_epochs, seed, message_timeout)["config"]
 out = paths.resolve_output_dir(output_dir, profile, "tour")
 out.mkdir(parents=True, exist_ok=True)
 runtime.set_threads()
@@ -95,9 +94,9 @@ print(f"in-process: {in_process_seconds:.1f} s, round {local_run.selected_round}
 
 # %%
 with tempfile.TemporaryDirectory(prefix="fgl-flower-") as folder:  # job files, logs: not kept
-    flower = run_on_flower(config, folder, message_timeout=message_timeout)
-remote = flower.result
-print(f"on Flower: {flower.seconds:.1f} s in all ({remote.extras['flower_seconds']:.1f} s of rounds), "
+    on_flower = run_on_flower(config, folder, message_timeout=message_timeout)
+remote = on_flower.result
+print(f"on Flower: {on_flower.seconds:.1f} s in all ({remote.extras['flower_seconds']:.1f} s of rounds), "
       f"round {remote.selected_round} selected")
 
 # %%
@@ -122,7 +121,7 @@ print(f"every evaluated round identical: {same_history}; ledgers identical: {sam
 # which the in-process engine gathers without counting them as communication. Per client, over the run:
 
 # %%
-wire = flower.wire_vs_ledger()
+wire = on_flower.wire_vs_ledger()
 display(wire)
 assert (wire["tensor_download"] == wire["ledger_download"]).all() and (wire["tensor_upload"] == wire["ledger_upload"]).all()
 
@@ -134,7 +133,7 @@ assert (wire["tensor_download"] == wire["ledger_download"]).all() and (wire["ten
 # every 3 seconds. On a small graph each message therefore costs seconds whatever its size:
 
 # %%
-messages = flower.wire()
+messages = on_flower.wire()
 per_kind = messages.groupby("kind")["seconds"].agg(["count", "mean", "max"])
 display(per_kind)
 print(f"per round: {in_process_seconds / rounds:.2f} s in-process, "
