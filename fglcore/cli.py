@@ -58,6 +58,27 @@ def _parser() -> argparse.ArgumentParser:
                           help="names or paths of your own graphs to describe (default: every registered dataset)")
     sub.add_parser("algorithms", help="list registered algorithms")
 
+    flower = sub.add_parser("flower", help="run one configuration on Flower: a local SuperLink and one SuperNode per "
+                                           "client (run), or write the files each machine needs (prepare)")
+    flower.add_argument("action", choices=("run", "prepare"),
+                        help="run: start a local deployment, run, stop it; prepare: only write the job and "
+                             "partition files into --out, for a deployment across machines")
+    flower.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
+                        help="an ExperimentConfig field (VALUE is YAML), e.g. -p algorithm fedprox -p num_clients 3")
+    flower.add_argument("--out", type=Path, default=None, help="folder for the files, logs and result "
+                                                              "(default: a new temporary folder)")
+    flower.add_argument("--compare", action="store_true", help="also run the configuration in-process and "
+                                                               "print the largest difference of the metrics")
+    flower.add_argument("--start-timeout", type=float, default=60.0, help="seconds a Flower process may take to start")
+    flower.add_argument("--message-timeout", type=float, default=300.0,
+                        help="seconds the server waits for a client's reply before it reports the client lost")
+    flower.add_argument("--run-timeout", type=float, default=3600.0, help="seconds the whole run may take")
+    flower.add_argument("--parallel", action="store_true",
+                        help="send each round's messages to every client at once, each client with its own random "
+                             "state: faster, but other numbers than in-process wherever clients draw random numbers "
+                             "(dropout); by default one message at a time with the global random state, the "
+                             "in-process numbers bit for bit")
+
     compare = sub.add_parser("compare", help="rewrite comparison.csv, claims.csv and summary.md of a profile from "
                                              "its stored results.csv (nothing is run)")
     compare.add_argument("papers", nargs="*", help="paper ids (default: every paper with a paper.yaml and stored runs)")
@@ -328,7 +349,64 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": _run, "reproduce": _reproduce, "stop": _stop, "datasets": _datasets, "algorithms": _algorithms,
+def _flower(args: argparse.Namespace) -> int:
+    """``fgl flower run|prepare``: one configuration on Flower (:mod:`fglcore.fl.flower`)."""
+    from fglcore import notebooks
+    from fglcore.experiment import as_config
+
+    try:
+        from fglcore.fl.flower import deploy, job
+    except ImportError as err:
+        raise ConfigError(f"flower: Flower is not installed ({err}); pip install 'fglcore[flower]'") from None
+    fields = {key: notebooks.parse_override(value, key) for key, value in args.parameter}
+    config = as_config({"device": "cpu", **fields})
+    try:
+        if args.action == "prepare":
+            if args.out is None:
+                raise ConfigError("flower prepare: name the folder for the files with --out")
+            written = job.prepare_job(config, args.out)
+            _say(f"server job: {written.server_file}")
+            for cid, path in written.partition_files.items():
+                _say(f"client {cid}: {path}  (flower-supernode --node-config 'partition-file=\"{path}\"')")
+            _say(f"run config: job-file=\"{written.server_file}\" result-file=\"<absolute path on the SuperLink's "
+                 "machine>\"; see the README's \"Run across machines\"")
+            return 0
+        flower = deploy.run_on_flower(config, args.out, start_timeout=args.start_timeout,
+                                      run_timeout=args.run_timeout, message_timeout=args.message_timeout,
+                                      parallel=args.parallel)
+    except job.FlowerUnsupported as err:
+        raise ConfigError(f"flower: {err}") from None
+    except (deploy.DeploymentError, deploy.ClientLost) as err:
+        print(f"fgl: flower: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    result = flower.result
+    _say(f"{config.algorithm} on Flower ({len(flower.job.partition_files)} SuperNodes): round {result.selected_round} "
+         f"selected; {flower.seconds:.1f} s in all, {result.extras['flower_seconds']:.1f} s of rounds")
+    for key in ("val_accuracy", "test_accuracy", "test_macro_f1"):
+        if key in result.metrics:
+            _say(f"  {key:<16}{result.metrics[key]:.6f}")
+    _say(flower.wire_vs_ledger().to_string(index=False))
+    if args.compare:
+        import math
+        import time
+
+        from fglcore.experiment import run_full
+
+        started = time.perf_counter()
+        _, expected = run_full(config)
+        seconds = time.perf_counter() - started
+        gaps = [abs(result.metrics[k] - v) for k, v in expected.metrics.items()
+                if not (math.isnan(v) and math.isnan(result.metrics.get(k, math.nan)))]
+        same_ledger = result.ledger.to_frame().equals(expected.ledger.to_frame())
+        _say(f"in-process: {seconds:.1f} s; largest metric difference {max(gaps, default=0.0):.3g}; "
+             f"ledgers {'identical' if same_ledger else 'DIFFER'}"
+             + ("; --parallel: each client drew from its own random state, so runs that draw random numbers "
+                "(dropout) differ from in-process" if args.parallel else ""))
+    _say(f"files, logs and result: {flower.folder}")
+    return 0
+
+
+COMMANDS = {"run": _run, "flower": _flower, "reproduce": _reproduce, "stop": _stop, "datasets": _datasets, "algorithms": _algorithms,
             "compare": _compare}
 
 

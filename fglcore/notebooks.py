@@ -38,6 +38,7 @@ INJECTED = {"profile": "--profile", "output_dir": "--out"}
 
 PLANS: dict[str, str] = {
     "tour/fgl_basics": "fglcore.papers.tour:plan",
+    "tour/flower": "fglcore.papers.tour.flower:plan",
     "fedspray/1_motivation": "fglcore.papers.fedspray.motivation:plan",
     "fedspray/2_method": "fglcore.papers.fedspray.tables:method_plan",
     "fedspray/3_results": "fglcore.papers.fedspray.tables:results_plan",

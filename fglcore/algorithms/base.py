@@ -309,20 +309,28 @@ class Algorithm:
             server,
             clients,
             channel,
-            rounds=c.rounds,
-            num_classes=self.num_classes,
-            evaluate_every=c.evaluate_every,
-            selection=c.selection,
-            selection_metric=c.selection_metric,
-            patience=c.patience,
-            metric_aggregation=c.metric_aggregation,
+            **self.loop_arguments(),
             secure=secure,
-            progress=c.progress,
-            description=self.name,
             callbacks=callbacks,
             checkpoint=checkpoint,
             resume=None if saved is None else saved["loop"],
         )
+
+    def round_loop_only(self) -> bool:
+        """Whether :meth:`run` is :meth:`build` followed by :func:`~fglcore.fl.engine.run_rounds` and nothing
+        else, so that another engine driving the same participants through the same loop (Flower,
+        :mod:`fglcore.fl.flower`) runs this algorithm; an algorithm whose ``run`` adds steps of its own returns
+        ``False`` (or overrides this where only some of its options do)."""
+        return type(self).run is Algorithm.run
+
+    def loop_arguments(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`~fglcore.fl.engine.run_rounds` that the config decides (rounds,
+        evaluation, selection, patience, metric aggregation, progress); the same for every engine that drives
+        this algorithm's participants (:meth:`run`, :mod:`fglcore.fl.flower`)."""
+        c = self.config
+        return {"rounds": c.rounds, "num_classes": self.num_classes, "evaluate_every": c.evaluate_every,
+                "selection": c.selection, "selection_metric": c.selection_metric, "patience": c.patience,
+                "metric_aggregation": c.metric_aggregation, "progress": c.progress, "description": self.name}
 
 
 def graph_split(client: Any, split: str) -> list:

@@ -512,6 +512,10 @@ class FedSpray(Algorithm):
 
         return search_local_epochs(self, run_one, one_shot["local_epochs_grid"], channel)
 
+    def round_loop_only(self) -> bool:
+        """Algorithm 1 is the plain round loop; ``one_shot`` adds O-pFGL's search over ``E`` and fine-tuning."""
+        return not self.options["one_shot"]
+
     def make_encoder(self) -> FeatureStructureEncoder:
         """The initial global encoder, drawn from its own seed so the GNNs' random stream is untouched."""
         with torch.random.fork_rng(devices=[]):

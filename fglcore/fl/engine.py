@@ -62,6 +62,15 @@ class Client:
         """Predictions of the model this client would deploy, keyed by split (``val``, ``test``)."""
         raise NotImplementedError
 
+    def masked_update(self, update: Payload, secure: SecureAggregator, round: int) -> Tensor:
+        """What this client uploads under secure aggregation: its update flattened in ``update``'s order (as
+        ``float64``), times its weight ``num_samples``, with the weight appended, masked by
+        :meth:`SecureAggregator.mask <fglcore.fl.secure.SecureAggregator.mask>`. Runs where the client runs (on
+        its own SuperNode under :mod:`fglcore.fl.flower`)."""
+        flat = torch.cat([value.detach().double().flatten() for value in update.values()])
+        count = torch.tensor([float(self.num_samples)], dtype=torch.float64, device=flat.device)
+        return secure.mask(self.cid, torch.cat([flat * self.num_samples, count]), round)
+
 
 class Server:
     """The coordinator. It only ever sees what clients upload through the channel."""
@@ -161,10 +170,7 @@ class _Uploader:
         shapes = {k: (v.shape, v.dtype) for k, v in next(iter(uploads.values()))[1].items()}
         masked = []
         for cid, (client, update) in uploads.items():
-            flat = torch.cat([update[k].detach().double().flatten() for k in shapes])
-            count = torch.tensor([float(client.num_samples)], dtype=torch.float64, device=flat.device)
-            weighted = torch.cat([flat * client.num_samples, count])
-            secret = self.secure.mask(cid, weighted, round)
+            secret = client.masked_update({k: update[k] for k in shapes}, self.secure, round)
             masked.append(self.channel.send(client.name, server.name, {"masked_update": secret}, round)["masked_update"])
         total = self.secure.unmask_sum(masked, round)
         flat_mean = total[:-1] / total[-1]

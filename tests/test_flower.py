@@ -1,0 +1,213 @@
+"""fglcore on Flower: records, the checks of what Flower can carry, and a real SuperLink with two SuperNodes.
+
+The deployment tests start Flower's own processes on 127.0.0.1 (``fglcore.fl.flower.deploy``). Flower 1.42
+starts a fresh ``flwr-clientapp`` process for every message, which imports torch and fglcore, and a SuperNode
+polls its SuperLink every 3 s when idle: each message costs seconds, so the runs are as short as the checks
+allow (2 clients, 2 rounds, one evaluation).
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+pytest.importorskip("flwr")
+
+from fglcore.experiment import run_full  # noqa: E402
+from fglcore.fl.checkpoint import rng_state  # noqa: E402
+from fglcore.fl.flower.apps import (ClientLost, decode_rng, encode_rng, record_tensors,  # noqa: E402
+                                    tensor_record)
+from fglcore.fl.flower.deploy import LocalDeployment  # noqa: E402
+from fglcore.fl.flower.job import FlowerUnsupported, prepare_job  # noqa: E402
+
+BASE = {"dataset": "Cora", "num_clients": 2, "rounds": 2, "local_epochs": 1, "hidden": 16, "device": "cpu",
+        "evaluate_every": 2, "seed": 3}
+
+
+def test_tensor_record_round_trip_keeps_names_dtypes_shapes_and_values():
+    payload = {"convs.0.weight": torch.randn(3, 4), "count": torch.tensor(7.0), "mask": torch.tensor([True, False]),
+               "ids": torch.arange(5)}
+    back = record_tensors(tensor_record(payload))
+    assert list(back) == list(payload)
+    for name, value in payload.items():
+        assert back[name].dtype == value.dtype and back[name].shape == value.shape
+        assert torch.equal(back[name], value)
+
+
+def test_random_state_record_restores_every_generator():
+    torch.manual_seed(5)
+    np.random.seed(5)
+    import random
+    random.seed(5)
+    random.gauss(0, 1)  # a cached Gaussian in Python's state
+    record = encode_rng(rng_state())
+    expected = (torch.rand(3), np.random.rand(3), random.random(), random.gauss(0, 1))
+    from fglcore.fl.checkpoint import set_rng_state
+    set_rng_state(decode_rng(record))
+    again = (torch.rand(3), np.random.rand(3), random.random(), random.gauss(0, 1))
+    assert torch.equal(expected[0], again[0]) and np.array_equal(expected[1], again[1])
+    assert expected[2:] == again[2:]
+
+
+def test_algorithm_with_its_own_loop_is_refused_naming_it(tmp_path):
+    with pytest.raises(FlowerUnsupported, match="'fedpub'.*run"):
+        prepare_job({**BASE, "algorithm": "fedpub"}, tmp_path)
+    assert not list(tmp_path.iterdir())
+
+
+def test_partition_files_hold_one_client_each(tmp_path):
+    job = prepare_job(BASE, tmp_path)
+    assert sorted(job.partition_files) == [0, 1]
+    for cid, path in job.partition_files.items():
+        client = torch.load(path, weights_only=False)["client"]
+        assert client.cid == cid
+        # its own subgraph only: the trainer's nodes are this client's
+        assert client.trainer.y.numel() < 2708
+
+
+@pytest.mark.parametrize("script, message", [
+    ("exit 1", "superlink exited with status 1 while starting"),        # a process that dies at once
+    ("exec sleep 60", r"superlink did not listen on 127.0.0.1:9 within 2 s"),  # one that never listens
+])
+def test_a_failed_start_is_a_clear_error_within_the_timeout_and_leaves_no_process(tmp_path, monkeypatch, script,
+                                                                                   message):
+    from fglcore.fl.flower import deploy
+    program = tmp_path / "fake-flower"
+    program.write_text(f"#!/bin/sh\n{script}\n")
+    program.chmod(0o755)
+    monkeypatch.setattr(deploy.LocalDeployment, "_executable", lambda self, name: str(program))
+    monkeypatch.setattr(deploy, "free_port", lambda: 9)  # nothing listens on the discard port here
+    dep = LocalDeployment(tmp_path / "deployment", {0: tmp_path / "client0.pt"}, start_timeout=2, grace=2)
+    started = time.monotonic()
+    with pytest.raises(deploy.DeploymentError, match=message):
+        dep.start()
+    assert time.monotonic() - started < 10
+    assert dep.processes == []
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("flower")
+    # each test writes its job's files here (prepare_job) before it runs; a SuperNode opens its file per message
+    partitions = {cid: folder / "job" / f"client{cid}.pt" for cid in range(BASE["num_clients"])}
+    with LocalDeployment(folder / "deployment", partitions, start_timeout=60) as dep:
+        yield dep, folder
+    for process in dep.processes:
+        assert process.popen.poll() is not None
+
+
+@pytest.mark.parametrize("algorithm", ["fedavg", "fedspray"])
+def test_on_superlink_and_two_supernodes_the_numbers_are_the_in_process_ones(deployment, algorithm):
+    dep, folder = deployment
+    config = {**BASE, "algorithm": algorithm, "local_epochs": 2}  # dropout 0.5: the random state must travel
+    _, expected = run_full(config)
+    job = prepare_job(config, folder / "job")  # the SuperNodes' partition files, rewritten
+    result = dep.run(job, result_file=folder / "result.pt", run_timeout=300, message_timeout=120)
+    assert result.selected_round == expected.selected_round
+    for key, value in expected.metrics.items():
+        assert result.metrics[key] == pytest.approx(value, abs=1e-6, nan_ok=True)
+    assert result.history == expected.history  # bit for bit: the random state travels with the messages
+    pd.testing.assert_frame_equal(result.ledger.to_frame(), expected.ledger.to_frame())
+    wire = pd.DataFrame(result.extras["flower_wire"])
+    # every payload and update tensor the ledger counts crossed Flower, byte for byte, plus .npy headers
+    ledger = expected.ledger.to_frame()
+    assert wire.download_tensor_bytes.sum() == ledger[ledger.sender == "server"].nbytes.sum()
+    assert wire.upload_tensor_bytes.sum() == ledger[ledger.receiver == "server"].nbytes.sum()
+    assert (wire.download_array_bytes >= wire.download_tensor_bytes).all()
+    assert (wire.upload_wire_bytes > wire.upload_tensor_bytes).all()
+
+
+def test_secure_aggregation_masks_on_the_supernodes_and_gives_the_in_process_numbers(deployment):
+    dep, folder = deployment
+    config = {**BASE, "secure_aggregation": True}
+    _, expected = run_full(config)
+    job = prepare_job(config, folder / "job")
+    result = dep.run(job, result_file=folder / "secure.pt", run_timeout=300, message_timeout=120)
+    assert result.history == expected.history
+    pd.testing.assert_frame_equal(result.ledger.to_frame(), expected.ledger.to_frame())
+    assert result.ledger.names(sender="clients") == {"masked_update"}
+    wire = pd.DataFrame(result.extras["flower_wire"])
+    trains = wire[wire.kind == "train"]
+    # only the masked int64 vectors crossed Flower from the clients: as many bytes as the ledger's uploads
+    assert trains.upload_tensor_bytes.sum() == expected.ledger.total_bytes(receiver="server")
+
+
+def test_parallel_schedule_sends_a_round_to_every_client_at_once(deployment):
+    dep, folder = deployment
+    config = {**BASE, "dropout": 0.0}  # no client draws random numbers: the numbers cannot depend on the schedule
+    _, expected = run_full(config)
+    job = prepare_job(config, folder / "job")
+    result = dep.run(job, result_file=folder / "parallel.pt", run_timeout=300, message_timeout=120, parallel=True)
+    assert result.history == expected.history
+    pd.testing.assert_frame_equal(result.ledger.to_frame(), expected.ledger.to_frame())
+    wire = pd.DataFrame(result.extras["flower_wire"])
+    # one exchange per kind and round: both clients' messages were pushed together and took the same time
+    assert (wire.groupby(["kind", "round"])["seconds"].nunique() == 1).all()
+    assert (wire.groupby(["kind", "round"])["client"].nunique() == 2).all()
+
+
+def test_a_killed_supernode_is_reported_by_name_and_no_result_is_written(deployment):
+    dep, folder = deployment
+    config = {**BASE, "rounds": 3, "evaluate_every": 3}
+    job = prepare_job(config, folder / "job")
+    result_file = folder / "lost.pt"
+    events = result_file.with_name(result_file.name + ".events")
+
+    def kill_after_first_round() -> None:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            if events.exists() and '"client": "client1", "kind": "train", "round": 1' in events.read_text():
+                dep.kill_supernode(1)
+                return
+            time.sleep(0.2)
+
+    killer = threading.Thread(target=kill_after_first_round, daemon=True)
+    killer.start()
+    with pytest.raises(ClientLost, match=r"client1 \(SuperNode \d+\).*round 2.*lost"):
+        dep.run(job, result_file=result_file, run_timeout=300, message_timeout=20)
+    killer.join(timeout=5)
+    assert not result_file.exists()
+
+
+class _Talker:
+    """An algorithm stand-in for check_participants: a plain round loop, no secure aggregation."""
+    name = "talker"
+    config = type("Config", (), {"secure_aggregation": False})()
+    federation = None
+
+    @staticmethod
+    def round_loop_only() -> bool:
+        return True
+
+
+def test_a_client_holding_the_channel_or_another_client_is_refused():
+    from fglcore.fl.channel import Channel
+    from fglcore.fl.engine import Client, Server
+    from fglcore.fl.flower.job import check_participants
+
+    channel = Channel()
+    plain, talker = Client(0, 5), Client(1, 5)
+    talker.link = channel  # would send messages outside the round loop
+    with pytest.raises(FlowerUnsupported, match=r"client1 holds the channel \(it would send messages outside the round loop\)"):
+        check_participants(_Talker(), Server(), [plain, talker], channel)
+    nosy = Client(1, 5)
+    nosy.peer = plain  # would ship client0's data to client1's machine
+    with pytest.raises(FlowerUnsupported, match=r"client1 holds another client \(client0\)"):
+        check_participants(_Talker(), Server(), [plain, nosy], channel)
+    check_participants(_Talker(), Server(), [plain, Client(1, 5)], channel)  # two plain clients pass
+
+
+def test_fgl_flower_prepare_writes_the_files_and_refuses_what_flower_cannot_carry(tmp_path, capsys):
+    from fglcore.cli import main
+
+    args = ["flower", "prepare", "-p", "num_clients", "2", "-p", "rounds", "2", "-p", "hidden", "16"]
+    assert main(args + ["--out", str(tmp_path / "job")]) == 0
+    assert sorted(p.name for p in (tmp_path / "job").iterdir()) == ["client0.pt", "client1.pt", "server.pt"]
+    assert "partition-file" in capsys.readouterr().out
+    assert main(args + ["-p", "algorithm", "gcfl", "--out", str(tmp_path / "refused")]) == 2
+    assert "fgl: error: flower: algorithm 'gcfl': its run() adds steps" in capsys.readouterr().err
+    assert not (tmp_path / "refused").exists()
