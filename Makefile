@@ -26,7 +26,8 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first, pinned: the CPU wheel comes from local disk where a machine provides it.
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	# flower: tests/test_flower.py and notebooks/tour/flower start a real SuperLink and SuperNodes.
+	$(BIN)/python -m pip install --quiet -e ".[test,flower]"
 	touch $(STAMP)
 
 reproduce: $(STAMP)
