@@ -127,7 +127,16 @@ def test_structure_features(federation):
         fedstar_features(federation.data.edge_index, N, width=16, rw_steps=16)
 
 
-@pytest.mark.parametrize("nsf", ["h2v", "deg", "fedstar"])
+def test_node2vec_structure_features_are_the_global_graphs_embedding_rows(federation):
+    from fglcore.data.node_structure import node2vec_features
+
+    algorithm = ALGORITHMS.get("fedstruct")(config(nsf="n2v"), federation, CPU)
+    whole = node2vec_features(federation.data.edge_index, N, 16, seed=algorithm.config.seed)
+    for k, client in enumerate(federation.clients):
+        assert torch.equal(algorithm.own_structure_features(k), whole[client.global_id])
+
+
+@pytest.mark.parametrize("nsf", ["h2v", "deg", "fedstar", "n2v"])
 def test_clients_receive_structure_and_model_quantities_only(federation, nsf):
     channel = RecordingChannel()
     algorithm = ALGORITHMS.get("fedstruct")(config(nsf=nsf), federation, CPU)

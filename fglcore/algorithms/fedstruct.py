@@ -45,9 +45,15 @@ own subgraph and a structure branch over the global multi-hop adjacency
    global degree, computed by each client for its own nodes), ``"fedstar"``
    (Fed⋆; its random-walk part is computed by the simulation from the
    global graph, as in the official code, see
-   :mod:`fglcore.data.node_structure`) or ``"h2v"`` (Hop2Vec, Sec. 5.5:
+   :mod:`fglcore.data.node_structure`), ``"h2v"`` (Hop2Vec, Sec. 5.5:
    learnable, :math:`\mathcal N(0, 0.05^2)`, each client draws its own
-   nodes' rows). Each client sends its rows ``nsf`` (with ``nsf_node_ids``)
+   nodes' rows) or ``"n2v"`` (Node2Vec, Table 8 / App. H, where the server
+   knows the global graph: trained on the global graph with the official
+   settings and the run's seed, :func:`~fglcore.data.node_structure.node2vec_features`;
+   App. H's server-side structure GNN is not modelled, so with
+   ``pruning="none"`` and ``abar_protocol="server"`` this is the DGCN+N2V
+   reading with FedStruct's own combination, the digest's §7.2 item 23).
+   Each client sends its rows ``nsf`` (with ``nsf_node_ids``)
    to every other client (Alg. 1 and 2: "share :math:`S_i` with all
    clients").
 
@@ -182,7 +188,7 @@ from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import cross_blocks
 from fglcore.data.multihop import (PRUNING, multihop_adjacency, normalized_adjacency, prune_at, prune_top,
                                    to_torch_sparse, top_values_threshold)
-from fglcore.data.node_structure import degree_features, fedstar_features
+from fglcore.data.node_structure import degree_features, fedstar_features, node2vec_features
 from fglcore.fl.channel import Channel, Message
 from fglcore.fl.engine import SERVER, Client, Payload, Server
 from fglcore.fl.parameters import gradient_payload, load_payload, module_payload, norm_parameter_names
@@ -191,7 +197,7 @@ from fglcore.models.fedstruct import FedStructModel
 from fglcore.paths import cache_root
 from fglcore.runtime import set_seed
 
-NSF = ("h2v", "deg", "fedstar")
+NSF = ("h2v", "deg", "fedstar", "n2v")
 BRANCHES = ("both", "structure", "structure_inference")
 NORM_LAYERS = ("local", "averaged")
 H2V_FEDAVG = ("weights", "gradients")
@@ -651,7 +657,8 @@ class FedStruct(Algorithm):
         return lambda name: name not in norms
 
     def own_structure_features(self, k: int) -> Tensor:
-        """Client ``k``'s rows of :math:`S`, as it computes (Deg, Hop2Vec) or is given them (Fed⋆, see module)."""
+        """Client ``k``'s rows of :math:`S`, as it computes (Deg, Hop2Vec) or is given them (Fed⋆, Node2Vec: see
+        the module docstring)."""
         o, data = self.options, self.clients_data[k]
         if o["nsf"] == "deg":
             return degree_features(data.global_degree, o["structure_dim"])
@@ -660,6 +667,12 @@ class FedStruct(Algorithm):
                 full = self.federation.data
                 self._fedstar = fedstar_features(full.edge_index, self.num_nodes, o["structure_dim"], o["rw_steps"])
             return self._fedstar[data.global_id]
+        if o["nsf"] == "n2v":
+            if not hasattr(self, "_node2vec"):
+                full = self.federation.data
+                self._node2vec = node2vec_features(full.edge_index, self.num_nodes, o["structure_dim"],
+                                                   seed=self.config.seed)
+            return self._node2vec[data.global_id]
         generator = torch.Generator().manual_seed(client_seed(self.config.seed, k))
         return torch.randn(int(data.num_nodes), o["structure_dim"], generator=generator) * o["h2v_init_std"]
 
