@@ -127,26 +127,17 @@ def _save(obj: Any, path: Path) -> None:
 
 
 def prepare_job(config: ExperimentConfig | Mapping[str, Any], folder: str | os.PathLike[str]) -> Job:
-    """Build ``config``'s algorithm as :func:`fglcore.experiment.run_full` would, check it
-    (:func:`check_participants`) and write its server and partition files into ``folder``."""
+    """Build ``config``'s algorithm as :func:`fglcore.experiment.run_full` does (:func:`fglcore.experiment.prepare`),
+    check it (:func:`check_participants`) and write its server and partition files into ``folder``."""
     from fglcore import runtime
-    from fglcore.algorithms import ALGORITHMS
-    from fglcore.data.federation import build_federation
-    from fglcore.experiment import as_config
-    from fglcore.settings import settings
+    from fglcore.experiment import as_config, prepare
 
     config = as_config(config)
-    settings()
-    algorithm_class = ALGORITHMS.get(config.algorithm)
     device = runtime.get_device(config.device)
-    if device.type != "cpu":
+    if device.type != "cpu":  # before any data is loaded
         raise FlowerUnsupported(f"device: the Flower adapter runs on CPU (its messages carry CPU arrays), got "
                                 f"{config.device!r} resolving to {device}; set device to 'cpu'")
-    runtime.set_seed(config.seed)
-    runtime.set_threads()
-    runtime.set_flush_denormal()
-    federation = build_federation(config, keep_cross_edges=algorithm_class.needs_cross_edges)
-    algorithm = algorithm_class(config, federation, device)
+    algorithm = prepare(config)
     if not algorithm.round_loop_only():  # before building: say so at once
         check_participants(algorithm, None, [], Channel())
     channel = Channel()
