@@ -158,3 +158,11 @@ def test_ablation_layout_orders_rows_as_planned_whatever_the_store_order():
     for order in (rows, rows.iloc[::-1]):
         layout = ot.ablation_layout(order, "accuracy")
         assert list(layout.index.get_level_values("setting")) == expected
+
+
+def test_one_round_fedgta_and_fedpub_choose_their_local_epochs_on_validation_without_fine_tuning():
+    for method in ("fedgta", "fedpub"):
+        fields = ot.baseline_fields(method, epochs_grid=[5, 50], max_epochs=300, local_rounds=100)
+        assert fields["rounds"] == 1 and fields["algorithm_options"]["local_epochs_grid"] == [5, 50]
+        assert not fields["algorithm_options"].get("fine_tune", False)
+        ExperimentConfig.from_dict({"algorithm": method, **fields})  # accepted by the algorithm

@@ -44,6 +44,11 @@ communication round to one round ... local epochs tuned from 1 to 100",
 * ``fedtad``: the same, with fine-tuning switched on
   (:data:`fglcore.algorithms.fedtad.OPFGL_ONE_SHOT`: App. A.7 fine-tunes
   FedAvg, FedTAD, DENSE and Co-Boost);
+* ``fedgta``, ``fedpub``: one round with the local epochs chosen on
+  validation from the epochs grid (App. A.2 tunes every one-round
+  baseline's local epochs from 1 to 100) and no fine-tuning
+  (:data:`fglcore.algorithms.fedgta.OPFGL_ONE_SHOT`; App. A.7 names no
+  fine-tuning for them);
 * any other registered baseline: one round with its own defaults.
 
 Tables 3 and 11 (heterogeneous models, App. A.3.7) give each of the 10
@@ -215,6 +220,13 @@ def baseline_fields(method: str, *, epochs_grid: Sequence[int], max_epochs: int,
         from fglcore.algorithms.fedtad import OPFGL_ONE_SHOT
 
         return {"rounds": 1, "lr": BASELINE_LR, "algorithm_options": {**OPFGL_ONE_SHOT, **ft}}
+    if method == "fedgta":
+        from fglcore.algorithms.fedgta import OPFGL_ONE_SHOT
+
+        return {"rounds": 1, "lr": BASELINE_LR,
+                "algorithm_options": {**OPFGL_ONE_SHOT, "local_epochs_grid": list(epochs_grid)}}
+    if method == "fedpub":
+        return {"rounds": 1, "lr": BASELINE_LR, "algorithm_options": {"local_epochs_grid": list(epochs_grid)}}
     return {"rounds": 1, "lr": BASELINE_LR}
 
 
