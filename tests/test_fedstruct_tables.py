@@ -82,3 +82,14 @@ def test_labels_and_plans():
                                   "Chameleon", [5], ["fedstruct_h2v"])
     assert sorted(c.setting for c in ablations["table6"]) == ["", "nsf=h2v, cap=plus"]
     assert all(c.partition_options == {"cap": "plus"} for c in ablations["table6"])
+    assert ablations["table8"] == []  # no Table 8 unless asked for
+    table8 = ft.ablations_plan(["Cora"], ["louvain", "random"], [], [], [0], 2, "Chameleon", [5], [],
+                               table8_methods=["central_dgcn", "fedstruct_n2v"], table8_datasets=["Cora"])["table8"]
+    assert sorted(c.setting for c in table8) == ["", "nsf=n2v, sgnn=decoupled_gcn", "nsf=n2v, sgnn=decoupled_gcn, cap=plus"]
+    n2v = [c for c in table8 if c.algorithm == "fedstruct"]
+    assert all(c.algorithm_options["nsf"] == "n2v" and c.algorithm_options["pruning"] == "none"
+               and c.algorithm_options["abar_protocol"] == "server" and c.table == "8" for c in n2v)
+    entries = paper_entries("fedstruct", "8")
+    cora = entries[(entries["dataset"] == "Cora") & (entries["method"] == "fedstruct")]
+    paper = set(zip(cora["partition"], cora["setting"]))
+    assert {(c.partition, c.setting) for c in n2v} <= paper  # the paper's cells, so compare finds them

@@ -133,11 +133,15 @@ ROWS: dict[str, Row] = {
     "fedstruct_h2v_s_f": Row("FedStruct (H2V s)-F", "fedstruct", "decoupled_gcn",
                              {"nsf": "h2v", "branches": "structure", "pruning": "none"},
                              "nsf=h2v, branches=structure, pruning=none"),
+    "fedstruct_n2v": Row("FedStruct (DGCN+N2V)", "fedstruct", "decoupled_gcn",
+                         {"nsf": "n2v", "pruning": "none", "abar_protocol": "server"}, "nsf=n2v, sgnn=decoupled_gcn"),
     "local": Row("Local GNN", "local", "sage"),
     "local_dgcn": Row("Local DGCN", "local", "decoupled_gcn"),
     "local_mlp": Row("Local MLP", "local", "mlp"),
 }
-"""Every row of Tables 2, 6 and 7 (and the central model on the clients' subgraphs without their cross edges, for
+"""Every row of Tables 2, 6, 7 and 8 (Table 8's ``fedstruct_n2v``, "DGCN+N2V" where the server knows the global
+graph, App. H, is read as Node2Vec NSFs of the global graph with the unpruned :math:`\bar A` computed by the
+server, FedStruct's own sum of the two branches: the digest's §7.2 item 23; and the central model on the clients' subgraphs without their cross edges, for
 the motivation, and Fig. 4(b)'s "H2V s": FedStruct's structure branch alone, trained and predicting, the official
 ``data_type="structure"``, :mod:`fglcore.algorithms.fedstruct` option ``branches``; ``fedstruct_h2v_s_f`` the
 same on the unpruned :math:`\\bar A`, as the official layers script computes it: ``graph.obtain_a(DGCN_layers)``
@@ -601,11 +605,14 @@ def ablations_plan(datasets: Sequence[str], partitions: Sequence[str], table6_me
                    fig4a_train: Sequence[float] = (), fig4a_methods: Sequence[str] = FIG4A_ROWS,
                    fig4b_dataset: str = "Cora", fig4b_clients: int = 5, fig4b_layers: Sequence[int] = (),
                    fig4b_methods: Sequence[str] = FIG4B_ROWS, fig4b_reading: str = "structure",
-                   fig4b_seeds: Sequence[int] | None = None) -> dict[str, Any]:
-    """What ``notebooks/fedstruct/4_ablations`` runs: ``{"ready", "table6", "table7", "fig4a", "fig4b", "fig4c",
-    "not_implemented"}``.
+                   fig4b_seeds: Sequence[int] | None = None, table8_methods: Sequence[str] = (),
+                   table8_datasets: Sequence[str] = ()) -> dict[str, Any]:
+    """What ``notebooks/fedstruct/4_ablations`` runs: ``{"ready", "table6", "table7", "table8", "fig4a", "fig4b",
+    "fig4c", "not_implemented"}``.
 
-    Tables 6 and 7: 10 clients, every available dataset of ``datasets`` × ``partitions``; Fig. 4(a): the
+    Tables 6 and 7: 10 clients, every available dataset of ``datasets`` × ``partitions``; Table 8: the same
+    on the available ``table8_datasets`` with ``table8_methods`` (Node2Vec costs minutes a seed on Cora; the
+    digest, §7, keeps Table 8 to Cora, CiteSeer and Chameleon); Fig. 4(a): the
     curves of ``fig4a_methods`` over the labelled fractions ``fig4a_train`` on ``fig4a_dataset`` (random, 10
     clients); Fig. 4(b): those of ``fig4b_methods`` over ``fig4b_layers`` on ``fig4b_dataset`` (K-means,
     ``fig4b_clients`` clients, ``fig4b_reading`` of :func:`with_depth`, ``fig4b_seeds`` or else ``seeds``);
@@ -621,6 +628,8 @@ def ablations_plan(datasets: Sequence[str], partitions: Sequence[str], table6_me
     experiment.check_datasets("fig4c_dataset", fig4c_dataset, "node")
     experiment.check_datasets("fig4a_dataset", fig4a_dataset, "node")
     experiment.check_datasets("fig4b_dataset", fig4b_dataset, "node")
+    if table8_datasets:
+        experiment.check_datasets("table8_datasets", table8_datasets, "node")
     NON_NEGATIVE.check("parameter 'rounds'", rounds)
     POSITIVE.check("parameter 'fig4c_clients'", list(fig4c_clients))
     Bounds(above=0, below=0.9).check("parameter 'fig4a_train'", [float(x) for x in fig4a_train])
@@ -634,6 +643,7 @@ def ablations_plan(datasets: Sequence[str], partitions: Sequence[str], table6_me
     ready = available(datasets)
     missing_rows: list[str] = []
     for name, rows_ in (("table6_methods", table6_methods), ("table7_methods", table7_methods),
+                        ("table8_methods", table8_methods),
                         ("fig4c_methods", fig4c_methods), ("fig4a_methods", fig4a_methods),
                         ("fig4b_methods", fig4b_methods)):
         with experiment.parameters_named({"algorithm": name, "methods": name}):
@@ -643,6 +653,8 @@ def ablations_plan(datasets: Sequence[str], partitions: Sequence[str], table6_me
         table6 = partition_configs("6", ready, partitions, table6_methods, seeds, rounds)
     with experiment.parameters_named({**common, "algorithm": "table7_methods"}):
         table7 = partition_configs("7", ready, partitions, table7_methods, seeds, rounds)
+    with experiment.parameters_named({**common, "algorithm": "table8_methods", "dataset": "table8_datasets"}):
+        table8 = partition_configs("8", available(table8_datasets), partitions, table8_methods, seeds, rounds)
     fig4c_ready = available([fig4c_dataset])
     with experiment.parameters_named({**common, "algorithm": "fig4c_methods", "num_clients": "fig4c_clients",
                                       "dataset": "fig4c_dataset"}):
@@ -659,5 +671,5 @@ def ablations_plan(datasets: Sequence[str], partitions: Sequence[str], table6_me
                                           "algorithm_options.structure_hops": "fig4b_layers"}):
             fig4b = figure4b_configs(fig4b_dataset, fig4b_layers, fig4b_methods, fig4b_seeds, rounds, fig4b_clients,
                                      fig4b_reading)
-    return {"ready": ready, "table6": table6, "table7": table7, "fig4a": fig4a, "fig4b": fig4b, "fig4c": fig4c,
-            "not_implemented": list(dict.fromkeys(missing_rows))}
+    return {"ready": ready, "table6": table6, "table7": table7, "table8": table8, "fig4a": fig4a, "fig4b": fig4b,
+            "fig4c": fig4c, "not_implemented": list(dict.fromkeys(missing_rows))}
