@@ -306,6 +306,8 @@ def projection(plans: Mapping[str, Sequence], seconds: Mapping[str, float], *, w
     * ``measured``: its own seconds;
     * ``scaled from R rounds``: a measured group of the same dataset, method and model at other rounds,
       scaled linearly by the rounds (cost linear in rounds);
+    * ``as M``: the same dataset and method measured with another model ``M`` (a backbone of similar cost
+      assumed; scaled by the rounds as above);
     * ``modelled``: :func:`expected_seconds` (dataset size x method cost, fitted on the measured groups;
       ``modelled, method not measured`` when the method has no measured group, priced at the mean cost);
     * ``not priced`` (NaN) when nothing is measured.
@@ -339,9 +341,14 @@ def projection(plans: Mapping[str, Sequence], seconds: Mapping[str, float], *, w
             value, how = measured[group_s], "measured"
         else:
             same = [(k, v) for k, v in measured.items() if k[:-1] == group_s[:-1] and _is_int(k[-1])]
+            other_model = [(k, v) for k, v in measured.items() if k[:2] == group_s[:2] and _is_int(k[-1])]
             if same and _is_int(group_s[-1]):
                 (k, v) = min(same, key=lambda kv: abs(int(kv[0][-1]) - int(group_s[-1])))
                 value, how = v * int(group_s[-1]) / int(k[-1]), f"scaled from {k[-1]} rounds"
+            elif other_model and _is_int(group_s[-1]):
+                (k, v) = min(other_model, key=lambda kv: abs(int(kv[0][-1]) - int(group_s[-1])))
+                value = v * int(group_s[-1]) / int(k[-1])
+                how = f"as {k[2]}" + (f", scaled from {k[-1]} rounds" if k[-1] != group_s[-1] else "")
             elif timed:
                 value = expected_seconds(timed, [(group_s[0], group_s[1:])])
                 how = "modelled" if group_s[1:] in methods else "modelled, method not measured"

@@ -147,3 +147,11 @@ def test_plan_configs_builds_a_notebooks_planned_runs_under_a_profile():
     configs = plan_configs(repo_root() / "notebooks" / "localbias" / "2_method.ipynb", "full")
     assert [c.dataset for c in configs] == ["Cora", "Cora"]
     assert {c.rounds for c in configs} == {10}  # params/localbias/2_method.full.yaml, not the cell's default
+
+
+def test_projection_prices_another_backbone_as_the_measured_one_and_says_so():
+    from fglcore.runlog import projection
+
+    table = projection({"a": [_config(model="gat")]}, {"Cora|fedavg|gcn|5": 10.0})
+    assert table["priced"].tolist() == ["as gcn, scaled from 5 rounds"]
+    assert table["seconds_per_run"].tolist() == [pytest.approx(20.0)]
