@@ -109,10 +109,35 @@ def measure(config, *, rounds: int | None, condense: int | None) -> dict:
             "load_1min": round(os.getloadavg()[0], 1)}
 
 
+def markdown(table, workers: int) -> str:
+    """Per notebook: CPU hours per method (runs, hours, share priced from measured groups) and the biggest
+    groups, as markdown tables to paste into the notebooks."""
+    import pandas as pd
+
+    parts = []
+    for notebook, mine in table.groupby("notebook", sort=False):
+        mine = mine.assign(method=[g.split("|")[1] for g in mine["group"]],
+                           measured_h=mine["cpu_hours"].where(mine["priced"] == "measured", 0.0))
+        by_method = mine.groupby("method", sort=False).agg(runs=("runs", "sum"), cpu_hours=("cpu_hours", "sum"),
+                                                           measured_h=("measured_h", "sum"))
+        by_method = by_method.sort_values("cpu_hours", ascending=False)
+        total = float(mine["cpu_hours"].sum())
+        lines = [f"**{notebook}**: {int(mine['runs'].sum())} runs, {total:.1f} CPU h, "
+                 f"{total / workers:.1f} h on {workers} workers at best", "",
+                 "| method | runs | CPU h | of which measured groups |", "|---|---:|---:|---:|"]
+        lines += [f"| {m} | {int(r.runs)} | {r.cpu_hours:.2f} | {r.measured_h:.2f} |" for m, r in by_method.iterrows()]
+        lines += ["", "| biggest groups (dataset, method, model, rounds) | runs | CPU s/run | CPU h | priced |",
+                  "|---|---:|---:|---:|---|"]
+        lines += [f"| {r.group.replace('|', ', ')} | {r.runs} | {r.seconds_per_run:.0f} | {r.cpu_hours:.2f} | "
+                  f"{r.priced} |" for r in mine.nlargest(8, "cpu_hours").itertuples()]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paper", choices=sorted(NOTEBOOKS))
-    parser.add_argument("action", choices=["count", "measure", "project"])
+    parser.add_argument("action", choices=["count", "measure", "project", "markdown"])
     parser.add_argument("groups", nargs="*", help="groups to measure, as printed by count (fields joined by |)")
     parser.add_argument("--rounds", type=int, help="truncate rounds/epochs to this many (scaled linearly)")
     parser.add_argument("--condense", type=int, help="truncate O-pFGL's condensation to this many iterations")
@@ -135,12 +160,16 @@ def main() -> None:
         print(table[["notebook", "group", "runs"]].to_string(index=False))
         print(table.groupby("notebook", sort=False)["runs"].sum().to_string())
         return
-    if args.action == "project":
+    if args.action in ("project", "markdown"):
         measured = pd.read_csv(out) if out.exists() else pd.DataFrame(columns=FIELDS)
+        measured = measured.drop_duplicates("group", keep="last")
         seconds = dict(zip(measured["group"], measured["seconds_per_run"]))
         table = projection(plans, seconds, workers=args.workers)
-        print(table.to_string(index=False))
-        print(table.attrs["summary"])
+        if args.action == "project":
+            print(table.to_string(index=False))
+            print(table.attrs["summary"])
+        else:
+            print(markdown(table, args.workers))
         return
     time.perf_counter = time.process_time  # phase times recorded by the algorithms become CPU seconds
     by_group = {}

@@ -305,7 +305,8 @@ def projection(plans: Mapping[str, Sequence], seconds: Mapping[str, float], *, w
 
     * ``measured``: its own seconds;
     * ``scaled from R rounds``: a measured group of the same dataset, method and model at other rounds,
-      scaled linearly by the rounds (cost linear in rounds);
+      scaled linearly by the rounds (cost linear in rounds; never from or to one round: a one-round run is a
+      one-shot protocol whose cost is not per round);
     * ``as M``: the same dataset and method measured with another model ``M`` (a backbone of similar cost
       assumed; scaled by the rounds as above);
     * ``modelled``: :func:`expected_seconds` (dataset size x method cost, fitted on the measured groups;
@@ -340,12 +341,13 @@ def projection(plans: Mapping[str, Sequence], seconds: Mapping[str, float], *, w
         if group_s in measured:
             value, how = measured[group_s], "measured"
         else:
-            same = [(k, v) for k, v in measured.items() if k[:-1] == group_s[:-1] and _is_int(k[-1])]
-            other_model = [(k, v) for k, v in measured.items() if k[:2] == group_s[:2] and _is_int(k[-1])]
-            if same and _is_int(group_s[-1]):
+            same = [(k, v) for k, v in measured.items() if k[:-1] == group_s[:-1] and _scalable(k[-1], group_s[-1])]
+            other_model = [(k, v) for k, v in measured.items()
+                           if k[:2] == group_s[:2] and (k[-1] == group_s[-1] or _scalable(k[-1], group_s[-1]))]
+            if same:
                 (k, v) = min(same, key=lambda kv: abs(int(kv[0][-1]) - int(group_s[-1])))
                 value, how = v * int(group_s[-1]) / int(k[-1]), f"scaled from {k[-1]} rounds"
-            elif other_model and _is_int(group_s[-1]):
+            elif other_model:
                 (k, v) = min(other_model, key=lambda kv: abs(int(kv[0][-1]) - int(group_s[-1])))
                 value = v * int(group_s[-1]) / int(k[-1])
                 how = f"as {k[2]}" + (f", scaled from {k[-1]} rounds" if k[-1] != group_s[-1] else "")
@@ -375,3 +377,10 @@ def _parse_group(group: str) -> list[str]:
 
 def _is_int(text: str) -> bool:
     return text.lstrip("-").isdigit()
+
+
+def _scalable(measured_rounds: str, planned_rounds: str) -> bool:
+    """Whether a run's seconds scale from ``measured_rounds`` to ``planned_rounds``: both multi-round (a
+    one-round run is a one-shot protocol, e.g. an epochs grid and fine-tuning, whose cost is not per round)."""
+    return _is_int(measured_rounds) and _is_int(planned_rounds) and int(measured_rounds) > 1 \
+        and int(planned_rounds) > 1

@@ -155,3 +155,11 @@ def test_projection_prices_another_backbone_as_the_measured_one_and_says_so():
     table = projection({"a": [_config(model="gat")]}, {"Cora|fedavg|gcn|5": 10.0})
     assert table["priced"].tolist() == ["as gcn, scaled from 5 rounds"]
     assert table["seconds_per_run"].tolist() == [pytest.approx(20.0)]
+
+
+def test_projection_never_scales_a_one_round_run_to_many_rounds():
+    from fglcore.runlog import projection
+
+    table = projection({"a": [_config(rounds=100)]}, {"Cora|fedavg|gcn|1": 10.0, "Cora|local|gcn|100": 3.0})
+    assert table["priced"].tolist() == ["modelled"] or table["priced"].tolist() == ["modelled, method not measured"]
+    assert table["seconds_per_run"].iloc[0] < 1000  # not 100 x the one-shot run
