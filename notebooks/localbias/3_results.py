@@ -89,6 +89,45 @@ print(status.pivot_table(index=["table", "row"], columns="paper column", values=
                          sort=False).to_string())
 
 # %% [markdown]
+# ### What the `full` profile costs
+#
+# **Projection, measured on 2026-11-26: CPU time on this 2-core machine, one thread** (`FGL_THREADS=1`). One representative run per group (seed 0, the search's first learning rate) was timed with `time.process_time()` by `benchmarks/full_projection.py`, and the seconds are kept in `benchmarks/projection_localbias.csv`. Other sessions kept the machine heavily loaded (load 10-24), so the wall clock ran 4-15x the CPU time and wall seconds were not used. Every run was truncated to 3-10 epochs and scaled linearly to its 200 or 1000 epochs: each epoch trains and evaluates once. The set-up (data, partition) is kept as measured. For FedSAGE+, GraphSAINT and GraphSAGE on Products-like, a second run at 1 epoch separates the one-time part (NeighGen, GraphSAINT's normalisation) from the per-epoch part. A run that another notebook of the paper already stored is copied, so it counts once. `priced` says how each group's seconds were obtained:
+#
+# * `measured`: the group's own run;
+# * `scaled`: the same group timed at other epochs;
+# * `modelled`: dataset size x method cost, fitted on the measured groups (`fglcore.runlog.expected_seconds`).
+#
+# `python benchmarks/full_projection.py localbias project` prints every group. **The whole paper** (four notebooks): 791 runs, 260.7 CPU hours (one thread), 130.4 h on 2 workers at best; 98 % of the hours priced from measured groups.
+#
+#
+# **3_results**: 552 runs, 256.7 CPU h, 128.4 h on 2 workers at best
+#
+# | method | runs | CPU h | of which measured groups |
+# |---|---:|---:|---:|
+# | fedsage_plus | 45 | 102.48 | 101.76 |
+# | graphsage | 45 | 54.09 | 53.37 |
+# | central | 90 | 30.84 | 30.28 |
+# | graphsaint | 45 | 30.82 | 30.10 |
+# | localbias:ours-full/gcn | 49 | 10.19 | 10.11 |
+# | bns_gcn | 45 | 8.15 | 7.43 |
+# | localbias:ours/1gnn | 45 | 5.29 | 4.57 |
+# | localbias:ours/gcn | 49 | 5.11 | 5.11 |
+# | localbias:ours*/gcn | 45 | 4.78 | 4.06 |
+# | llcg | 45 | 3.26 | 2.54 |
+# | fedavg | 49 | 1.70 | 1.67 |
+#
+# | biggest groups (dataset, method, model, rounds) | runs | CPU s/run | CPU h | priced |
+# |---|---:|---:|---:|---|
+# | Products-like, fedsage_plus, sage, 1000 | 9 | 40706 | 101.76 | measured |
+# | Products-like, graphsage, sage, 1000 | 9 | 21350 | 53.37 | measured |
+# | Products-like, graphsaint, gcn, 1000 | 9 | 12038 | 30.10 | measured |
+# | Products-like, central, 1gnn, 1000 | 9 | 10525 | 26.31 | measured |
+# | Products-like, localbias:ours-full/gcn, gcn, 1000 | 9 | 3426 | 8.56 | measured |
+# | Products-like, bns_gcn, gcn, 1000 | 9 | 2972 | 7.43 | measured |
+# | Products-like, localbias:ours/1gnn, gcn, 1000 | 9 | 1827 | 4.57 | measured |
+# | Products-like, localbias:ours/gcn, gcn, 1000 | 9 | 1817 | 4.54 | measured |
+
+# %% [markdown]
 # ## 2. The learning-rate search
 #
 # Every implemented row of Tables 2 and 5 on every dataset, at each learning

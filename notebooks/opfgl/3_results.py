@@ -88,6 +88,45 @@ print(status.pivot_table(index="method", columns="why", values="table", aggfunc=
 print(ot.count_runs(plan["configs"]).to_string(index=False))
 
 # %% [markdown]
+# ### What the `full` profile costs
+#
+# **Projection, measured on 2026-11-26: CPU time on this 2-core machine, one thread** (`FGL_THREADS=1`). One representative run per group (seed 0) was timed with `time.process_time()` by `benchmarks/full_projection.py`, and the seconds are kept in `benchmarks/projection_opfgl.csv`. Other sessions kept the machine heavily loaded (load 10-24), so the wall clock ran 4-15x the CPU time and wall seconds were not used. A run that another notebook of the paper already stored is copied, so it counts once. The `priced` column says how each group's seconds per run were obtained:
+#
+# * `measured`: the group's own run. O-pFGL's condensation was timed at 300 of its 3000 iterations and scaled linearly; its Stages 1-2 ran in full, with their early stopping. The 100-round baselines were timed at 5 rounds and scaled linearly.
+# * `scaled` or `as gcn`: the same method on the same data, timed at other rounds or with the GCN backbone.
+# * `modelled`: dataset size x method cost, fitted on the measured groups (`fglcore.runlog.expected_seconds`). `method not measured` means a mean cost stands in for the method, so treat that number as a rough guess.
+#
+# `python benchmarks/full_projection.py opfgl project` prints every group. **The whole paper** (four notebooks): 1330 runs, 16.8 CPU hours (one thread), 8.4 h on 2 workers at best; 42 % of the hours priced from measured groups.
+#
+#
+# **3_results**: 1047 runs, 12.8 CPU h, 6.4 h on 2 workers at best
+#
+# | method | runs | CPU h | of which measured groups |
+# |---|---:|---:|---:|
+# | fedtad | 114 | 3.92 | 2.48 |
+# | opfgl | 106 | 1.89 | 0.72 |
+# | fedgta | 114 | 1.11 | 0.03 |
+# | fedpub | 78 | 0.98 | 0.05 |
+# | fedspray | 126 | 0.98 | 0.18 |
+# | dense | 96 | 0.93 | 0.00 |
+# | fedlog | 96 | 0.93 | 0.00 |
+# | coboost | 96 | 0.93 | 0.00 |
+# | fedavg_ft | 96 | 0.58 | 0.03 |
+# | local | 108 | 0.39 | 0.01 |
+# | fedavg | 17 | 0.13 | 0.02 |
+#
+# | biggest groups (dataset, method, model, rounds) | runs | CPU s/run | CPU h | priced |
+# |---|---:|---:|---:|---|
+# | PubMed, fedtad, gcn, 100 | 6 | 1424 | 2.37 | measured |
+# | CiteSeer, fedtad, gcn, 100 | 6 | 308 | 0.51 | modelled |
+# | PubMed, fedpub, gcn, 1 | 12 | 68 | 0.23 | modelled, method not measured |
+# | PubMed, fedgta, gcn, 1 | 12 | 68 | 0.23 | modelled, method not measured |
+# | PubMed, fedtad, gcn, 1 | 12 | 68 | 0.23 | modelled, method not measured |
+# | PubMed, fedlog, gcn, 1 | 12 | 68 | 0.23 | modelled, method not measured |
+# | PubMed, dense, gcn, 1 | 12 | 68 | 0.23 | modelled, method not measured |
+# | PubMed, coboost, gcn, 1 | 12 | 68 | 0.23 | modelled, method not measured |
+
+# %% [markdown]
 # ## 2. The protocol
 #
 # O-pFGL runs the authors' command for each dataset and partition
