@@ -134,13 +134,13 @@ display(fig)
 # %% [markdown]
 # ### What the `full` profile costs
 #
-# **Projection, measured on 2026-11-26: CPU time on this 2-core machine, one thread** (`FGL_THREADS=1`). One representative run per group (seed 0, the search's first learning rate) was timed with `time.process_time()` by `benchmarks/full_projection.py`, and the seconds are kept in `benchmarks/projection_localbias.csv`. Other sessions kept the machine heavily loaded (load 10-24), so the wall clock ran 4-15x the CPU time and wall seconds were not used. Every run was truncated to 3-10 epochs and scaled linearly to its 200 or 1000 epochs: each epoch trains and evaluates once. The set-up (data, partition) is kept as measured. For FedSAGE+, GraphSAINT and GraphSAGE on Products-like, a second run at 1 epoch separates the one-time part (NeighGen, GraphSAINT's normalisation) from the per-epoch part. A run that another notebook of the paper already stored is copied, so it counts once. `priced` says how each group's seconds were obtained:
+# **Projection, measured on 2026-11-26: CPU time on this 2-core machine, one thread** (`FGL_THREADS=1`). One representative run per group (seed 0, the first run the notebooks plan for the group) was timed with `time.process_time()` by `benchmarks/full_projection.py`, and the seconds are kept in `benchmarks/projection_localbias.csv`. Other sessions kept the machine heavily loaded (load 10-24), so the wall clock ran 4-15x the CPU time and wall seconds were not used. Every run was truncated to 3-10 epochs and scaled linearly to its 200 or 1000 epochs: each epoch trains and evaluates once. The set-up (data, partition) is kept as measured. For FedSAGE+, GraphSAINT and GraphSAGE on Products-like, a second run at 1 epoch separates the one-time part (NeighGen, GraphSAINT's normalisation) from the per-epoch part. A run that another notebook of the paper already stored is copied, so it counts once. `priced` says how each group's seconds were obtained:
 #
 # * `measured`: the group's own run;
 # * `scaled`: the same group timed at other epochs;
 # * `modelled`: dataset size x method cost, fitted on the measured groups (`fglcore.runlog.expected_seconds`).
 #
-# `python benchmarks/full_projection.py localbias project` prints every group. **The whole paper** (four notebooks): 791 runs, 260.7 CPU hours (one thread), 130.4 h on 2 workers at best; 98 % of the hours priced from measured groups.
+# `python benchmarks/full_projection.py localbias project` prints every group. **The whole paper** (four notebooks): 791 runs, 139.3 CPU hours (one thread), 69.7 h on 2 workers at best; 96 % of the hours priced from measured groups.
 #
 #
 # **1_motivation**: 225 runs, 3.8 CPU h, 1.9 h on 2 workers at best
@@ -162,6 +162,9 @@ display(fig)
 # | Cora, central, gcn, 200 | 30 | 7 | 0.06 | measured |
 # | CiteSeer, localbias:ours/gcn, gcn, 200 | 15 | 14 | 0.06 | measured |
 # | CiteSeer, fedavg_nc, gcn, 200 | 15 | 12 | 0.05 | modelled |
+#
+# Reddit-like accounts for 3.4 of these 3.8 CPU h: 60 runs of 200 epochs at 86-205 s each. Cora and CiteSeer take 7-14 s a run.
+#
 
 # %%
 print("not implemented yet:", ", ".join(mv.ROWS[r].label for r in plan["not_implemented"]) or "none")
