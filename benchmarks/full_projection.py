@@ -15,7 +15,8 @@ does both steps for a paper's notebooks:
   (``time.process_time``, plus the CPU of child processes for the Gloo
   runs), appended to a CSV (``--out``);
 * ``project``: :func:`fglcore.runlog.projection` of the counted runs from
-  the CSV's seconds per run.
+  the CSV's seconds per run (the last row of a group wins); ``markdown``: the
+  same as the tables the notebooks show (per method, then the biggest groups).
 
 CPU time, not wall time: the project's machine has two cores shared by
 several sessions, so wall seconds inflate with the load while a
@@ -29,6 +30,12 @@ Truncation, and how a truncated run is extrapolated to the planned one:
   scaled by ``planned_rounds / R`` (cost linear in rounds: every round or
   epoch does the same work, evaluation included), the set-up part
   (:func:`fglcore.experiment.prepare`: data, partition, split) is kept;
+* ``--rounds R --rounds2 R2``: two truncated runs, ``R`` and ``R2`` rounds,
+  fit a one-time part (NeighGen, GraphSAINT's normalisation: work inside the
+  run that does not repeat each round) and a per-round part, the latter
+  clamped at 0 when the two runs differ by less than their noise (the
+  2026-11-26 FedSAGE+ row then priced its epochs as FedAvg's on the same
+  data, by hand, as its ``truncation`` says);
 * ``--condense N`` (O-pFGL): the server's condensation cut to ``N``
   iterations, its CPU scaled by ``planned / N`` (each iteration is one Adam
   step on the same pseudo-graph); Stages 1-2 run in full (their length
@@ -109,6 +116,17 @@ def measure(config, *, rounds: int | None, condense: int | None) -> dict:
             "load_1min": round(os.getloadavg()[0], 1)}
 
 
+def two_point(first: dict, second: dict, r1: int, r2: int, planned: int) -> dict:
+    """One row from runs of ``r1`` and ``r2`` rounds: a one-time part plus a per-round part (at least 0)."""
+    per_round = max(0.0, (second["run_cpu_s"] - first["run_cpu_s"]) / (r2 - r1))
+    fixed = first["run_cpu_s"] - per_round * r1
+    total = first["prepare_cpu_s"] + fixed + per_round * planned
+    return {**first, "truncation": f"{r1} and {r2} of {planned} rounds ({first['run_cpu_s']:.1f} and "
+                                   f"{second['run_cpu_s']:.1f} s CPU): one-time {fixed:.1f} s + {per_round:.2f} s "
+                                   "per round", "wall_s": round(first["wall_s"] + second["wall_s"], 1),
+            "seconds_per_run": round(total, 1), "how": "measured, truncated, two points"}
+
+
 def markdown(table, workers: int) -> str:
     """Per notebook: CPU hours per method (runs, hours, share priced from measured groups) and the biggest
     groups, as markdown tables to paste into the notebooks."""
@@ -140,6 +158,7 @@ def main() -> None:
     parser.add_argument("action", choices=["count", "measure", "project", "markdown"])
     parser.add_argument("groups", nargs="*", help="groups to measure, as printed by count (fields joined by |)")
     parser.add_argument("--rounds", type=int, help="truncate rounds/epochs to this many (scaled linearly)")
+    parser.add_argument("--rounds2", type=int, help="with --rounds: a second length, to fit a one-time part")
     parser.add_argument("--condense", type=int, help="truncate O-pFGL's condensation to this many iterations")
     parser.add_argument("--out", type=Path, help="CSV of measured seconds (default benchmarks/projection_<paper>.csv)")
     parser.add_argument("--workers", type=int, default=2)
@@ -182,6 +201,11 @@ def main() -> None:
             raise SystemExit(f"no planned run of group {group!r}; groups: {', '.join(sorted(by_group))}")
         row = {"paper": args.paper, "group": group, **measure(by_group[group], rounds=args.rounds,
                                                               condense=args.condense)}
+        if args.rounds2:
+            if not args.rounds:
+                raise SystemExit("--rounds2 needs --rounds")
+            second = measure(by_group[group], rounds=args.rounds2, condense=args.condense)
+            row = two_point(row, second, args.rounds, args.rounds2, by_group[group].rounds)
         new = not out.exists()
         with open(out, "a", newline="", encoding="utf-8") as f:
             writer = csv.DictWriter(f, fieldnames=FIELDS)
