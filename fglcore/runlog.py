@@ -246,3 +246,141 @@ class LogFollower:
             self._offsets[path] += len(complete)
             for line in complete.decode("utf-8", "replace").splitlines():
                 self.emit(f"[{prefix}] {line}")
+
+
+# ----------------------------------------------------------------------------- projecting a profile before it runs
+
+
+def plan_configs(notebook: str | Path, profile: str = "full") -> list:
+    """Every :class:`~fglcore.config.ExperimentConfig` the plan of ``notebook`` builds under ``profile``: the
+    notebook's parameters cell, overridden by ``params/<paper>/<notebook>.<profile>.yaml``, through its plan
+    function (:data:`fglcore.notebooks.PLANS`), the configurations found anywhere in what it returns (dicts,
+    lists, tuples), in order. A notebook without a plan gives ``[]``."""
+    from fglcore import notebooks
+    from fglcore.config import ExperimentConfig
+
+    declared = notebooks.read_parameters(notebook)
+    params = {**{k: p.default for k, p in declared.items()}, **notebooks.load_profile(notebook, profile)}
+    found: list = []
+
+    def walk(item) -> None:
+        if isinstance(item, ExperimentConfig):
+            found.append(item)
+        elif isinstance(item, Mapping):
+            for value in item.values():
+                walk(value)
+        elif isinstance(item, (list, tuple)):
+            for value in item:
+                walk(value)
+
+    walk(notebooks.check_plan(notebook, params))
+    return found
+
+
+def group_key(config) -> tuple[str, str, str, int]:
+    """``(dataset, method, model, rounds)`` of a run, the unit a projection prices: ``method`` is the algorithm,
+    with the ``variant`` and ``backbone`` of its options when it has them (the local-bias rows ``ours``,
+    ``ours*``, ``ours-full`` cost differently)."""
+    options = config.algorithm_options
+    method = config.algorithm
+    extra = [str(options[k]) for k in ("variant", "backbone") if k in options]
+    if extra:
+        method = f"{method}:{'/'.join(extra)}"
+    return str(config.dataset), method, str(config.model), int(config.rounds)
+
+
+def format_group(key: Sequence) -> str:
+    """``("Cora", "opfgl", "gcn", 1)`` -> ``"Cora|opfgl|gcn|1"``: a group as one string (CSV, command line)."""
+    return "|".join(str(part) for part in key)
+
+
+def projection(plans: Mapping[str, Sequence], seconds: Mapping[str, float], *, workers: int = 2,
+               key: Callable = group_key) -> "pd.DataFrame":
+    """What the runs of ``plans`` (notebook -> planned configs, in the order the notebooks run) should cost,
+    priced from ``seconds`` (:func:`format_group` of a group -> measured seconds per run).
+
+    Each computation counts once (:func:`fglcore.results.run_id`), in the first notebook that plans it: a
+    sweep copies a run another notebook of the paper already stored. Runs are grouped by ``key``
+    (:func:`group_key`); a group is priced, in this order:
+
+    * ``measured``: its own seconds;
+    * ``scaled from R rounds``: a measured group of the same dataset, method and model at other rounds,
+      scaled linearly by the rounds (cost linear in rounds; never from or to one round: a one-round run is a
+      one-shot protocol whose cost is not per round);
+    * ``as M``: the same dataset and method measured with another model ``M`` (a backbone of similar cost
+      assumed; scaled by the rounds as above);
+    * ``modelled``: :func:`expected_seconds` (dataset size x method cost, fitted on the measured groups;
+      ``modelled, method not measured`` when the method has no measured group, priced at the mean cost);
+    * ``not priced`` (NaN) when nothing is measured.
+
+    Returns one row per notebook and group (``runs``, ``seconds_per_run``, ``priced``, ``cpu_hours``), the
+    largest first within a notebook; ``attrs["summary"]`` says the total, the hours on ``workers`` workers
+    (total / workers: a lower bound, the runs shared perfectly) and the share of the hours priced from
+    measured groups.
+    """
+    import pandas as pd
+
+    from fglcore.results import run_id
+
+    seen: set[str] = set()
+    counts: dict[tuple[str, tuple], int] = defaultdict(int)
+    for notebook, configs in plans.items():
+        for config in configs:
+            rid = run_id(config)
+            if rid in seen:
+                continue
+            seen.add(rid)
+            counts[(notebook, tuple(key(config)))] += 1
+    measured = {tuple(_parse_group(group)): float(value) for group, value in seconds.items()
+                if value == value}  # NaN: not measured
+    timed = [(k[0], tuple(k[1:]), value) for k, value in measured.items()]
+    methods = {k[1:] for k in measured}
+    rows = []
+    for (notebook, group), runs in counts.items():
+        group_s = tuple(str(part) for part in group)
+        if group_s in measured:
+            value, how = measured[group_s], "measured"
+        else:
+            same = [(k, v) for k, v in measured.items() if k[:-1] == group_s[:-1] and _scalable(k[-1], group_s[-1])]
+            other_model = [(k, v) for k, v in measured.items()
+                           if k[:2] == group_s[:2] and (k[-1] == group_s[-1] or _scalable(k[-1], group_s[-1]))]
+            if same:
+                (k, v) = min(same, key=lambda kv: abs(int(kv[0][-1]) - int(group_s[-1])))
+                value, how = v * int(group_s[-1]) / int(k[-1]), f"scaled from {k[-1]} rounds"
+            elif other_model:
+                (k, v) = min(other_model, key=lambda kv: abs(int(kv[0][-1]) - int(group_s[-1])))
+                value = v * int(group_s[-1]) / int(k[-1])
+                how = f"as {k[2]}" + (f", scaled from {k[-1]} rounds" if k[-1] != group_s[-1] else "")
+            elif timed:
+                value = expected_seconds(timed, [(group_s[0], group_s[1:])])
+                how = "modelled" if group_s[1:] in methods else "modelled, method not measured"
+            else:
+                value, how = math.nan, "not priced"
+        rows.append({"notebook": notebook, "group": format_group(group), "runs": runs,
+                     "seconds_per_run": round(value, 1), "priced": how,
+                     "cpu_hours": round(runs * value / 3600, 2)})
+    table = pd.DataFrame(rows, columns=["notebook", "group", "runs", "seconds_per_run", "priced", "cpu_hours"])
+    order = {nb: i for i, nb in enumerate(plans)}
+    table = table.assign(_nb=table["notebook"].map(order)).sort_values(
+        ["_nb", "cpu_hours"], ascending=[True, False], kind="stable").drop(columns="_nb").reset_index(drop=True)
+    total = float(table["cpu_hours"].sum())
+    share = float(table.loc[table["priced"] == "measured", "cpu_hours"].sum()) / total if total else math.nan
+    table.attrs["summary"] = (f"{int(table['runs'].sum())} runs, {total:.1f} CPU hours (one thread), "
+                              f"{total / max(1, workers):.1f} h on {workers} workers at best; "
+                              f"{100 * share:.0f} % of the hours priced from measured groups")
+    return table
+
+
+def _parse_group(group: str) -> list[str]:
+    return group.split("|")
+
+
+def _is_int(text: str) -> bool:
+    return text.lstrip("-").isdigit()
+
+
+def _scalable(measured_rounds: str, planned_rounds: str) -> bool:
+    """Whether a run's seconds scale from ``measured_rounds`` to ``planned_rounds``: both multi-round (a
+    one-round run is a one-shot protocol, e.g. an epochs grid and fine-tuning, whose cost is not per round)."""
+    return _is_int(measured_rounds) and _is_int(planned_rounds) and int(measured_rounds) > 1 \
+        and int(planned_rounds) > 1

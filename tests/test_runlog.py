@@ -93,3 +93,73 @@ def test_the_tally_counts_each_run_once_across_sweeps_and_workers():
     tally.add(_closing("Figure 1(a)", 6, 0, 6, 0, 11, source="outputs/smoke/fedstar/results.csv"))
     assert tally.counts() == (4 + 1, 0 + 3 + 6) and tally.sweeps == 3
     assert tally.summary() == "runs: 5 computed, 9 reused from outputs/smoke (3 sweeps)"
+
+
+# ----------------------------------------------------------------------------- projection of a profile
+
+
+def _config(**changes):
+    from fglcore.config import ExperimentConfig
+
+    base = {"dataset": "Cora", "algorithm": "fedavg", "model": "gcn", "rounds": 10, "seed": 0}
+    return ExperimentConfig.from_dict({**base, **changes})
+
+
+def test_group_key_names_the_local_bias_variant():
+    from fglcore.runlog import format_group, group_key
+
+    assert group_key(_config()) == ("Cora", "fedavg", "gcn", 10)
+    ours = _config(algorithm="localbias", algorithm_options={"variant": "ours-full", "backbone": "gcn"})
+    assert format_group(group_key(ours)) == "Cora|localbias:ours-full/gcn|gcn|10"
+
+
+def test_projection_counts_each_computation_once_and_prices_by_measured_group():
+    from fglcore.runlog import projection
+
+    plans = {"a": [_config(seed=s) for s in range(3)],
+             "b": [_config(seed=0, table="other"),  # the same computation as a's seed 0: copied, free
+                   _config(seed=0, rounds=40),  # same method and data, 4x the rounds: scaled
+                   _config(seed=0, dataset="CiteSeer")]}  # no measured group: the size x cost model
+    table = projection(plans, {"Cora|fedavg|gcn|10": 36.0}, workers=2)
+    rows = {(r.notebook, r.group): r for r in table.itertuples()}
+    assert rows[("a", "Cora|fedavg|gcn|10")].runs == 3
+    assert rows[("a", "Cora|fedavg|gcn|10")].priced == "measured"
+    assert ("b", "Cora|fedavg|gcn|10") not in rows
+    assert rows[("b", "Cora|fedavg|gcn|40")].seconds_per_run == pytest.approx(144.0)
+    assert rows[("b", "Cora|fedavg|gcn|40")].priced == "scaled from 10 rounds"
+    assert rows[("b", "CiteSeer|fedavg|gcn|10")].priced == "modelled"
+    assert rows[("b", "CiteSeer|fedavg|gcn|10")].seconds_per_run == pytest.approx(36.0)
+    assert table["cpu_hours"].sum() == pytest.approx((3 * 36 + 144 + 36) / 3600, abs=0.02)
+    assert "5 runs" in table.attrs["summary"] and "on 2 workers" in table.attrs["summary"]
+
+
+def test_projection_without_measurements_prices_nothing():
+    from fglcore.runlog import projection
+
+    table = projection({"a": [_config()]}, {})
+    assert table["priced"].tolist() == ["not priced"] and math.isnan(table["seconds_per_run"].iloc[0])
+
+
+def test_plan_configs_builds_a_notebooks_planned_runs_under_a_profile():
+    from fglcore.paths import repo_root
+    from fglcore.runlog import plan_configs
+
+    configs = plan_configs(repo_root() / "notebooks" / "localbias" / "2_method.ipynb", "full")
+    assert [c.dataset for c in configs] == ["Cora", "Cora"]
+    assert {c.rounds for c in configs} == {10}  # params/localbias/2_method.full.yaml, not the cell's default
+
+
+def test_projection_prices_another_backbone_as_the_measured_one_and_says_so():
+    from fglcore.runlog import projection
+
+    table = projection({"a": [_config(model="gat")]}, {"Cora|fedavg|gcn|5": 10.0})
+    assert table["priced"].tolist() == ["as gcn, scaled from 5 rounds"]
+    assert table["seconds_per_run"].tolist() == [pytest.approx(20.0)]
+
+
+def test_projection_never_scales_a_one_round_run_to_many_rounds():
+    from fglcore.runlog import projection
+
+    table = projection({"a": [_config(rounds=100)]}, {"Cora|fedavg|gcn|1": 10.0, "Cora|local|gcn|100": 3.0})
+    assert table["priced"].tolist() == ["modelled"] or table["priced"].tolist() == ["modelled, method not measured"]
+    assert table["seconds_per_run"].iloc[0] < 1000  # not 100 x the one-shot run

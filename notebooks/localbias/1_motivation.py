@@ -131,6 +131,41 @@ display(fig)
 # (or whose logits file is missing or damaged), so an interrupted study
 # resumes where it stopped.
 
+# %% [markdown]
+# ### What the `full` profile costs
+#
+# **Projection, measured on 2026-11-26: CPU time on this 2-core machine, one thread** (`FGL_THREADS=1`). One representative run per group (seed 0, the first run the notebooks plan for the group) was timed with `time.process_time()` by `benchmarks/full_projection.py`, and the seconds are kept in `benchmarks/projection_localbias.csv`. Other sessions kept the machine heavily loaded (load 10-24), so the wall clock ran 4-15x the CPU time and wall seconds were not used. Every run was truncated to 3-10 epochs and scaled linearly to its 200 or 1000 epochs: each epoch trains and evaluates once. The set-up (data, partition) is kept as measured. For FedSAGE+, GraphSAINT and GraphSAGE on Products-like, a second run at 1 epoch separates the one-time part (NeighGen, GraphSAINT's normalisation) from the per-epoch part. A run that another notebook of the paper already stored is copied, so it counts once. `priced` says how each group's seconds were obtained:
+#
+# * `measured`: the group's own run;
+# * `scaled`: the same group timed at other epochs;
+# * `modelled`: dataset size x method cost, fitted on the measured groups (`fglcore.runlog.expected_seconds`).
+#
+# `python benchmarks/full_projection.py localbias project` prints every group. **The whole paper** (four notebooks): 791 runs, 139.3 CPU hours (one thread), 69.7 h on 2 workers at best; 96 % of the hours priced from measured groups.
+#
+#
+# **1_motivation**: 225 runs, 3.8 CPU h, 1.9 h on 2 workers at best
+#
+# | method | runs | CPU h | of which measured groups |
+# |---|---:|---:|---:|
+# | central | 90 | 1.86 | 1.86 |
+# | localbias:ours/gcn | 45 | 0.81 | 0.81 |
+# | fedavg_nc | 45 | 0.70 | 0.65 |
+# | fedavg | 45 | 0.41 | 0.36 |
+#
+# | biggest groups (dataset, method, model, rounds) | runs | CPU s/run | CPU h | priced |
+# |---|---:|---:|---:|---|
+# | Reddit-like, central, gcn, 200 | 30 | 205 | 1.71 | measured |
+# | Reddit-like, localbias:ours/gcn, gcn, 200 | 15 | 171 | 0.71 | measured |
+# | Reddit-like, fedavg_nc, gcn, 200 | 15 | 147 | 0.61 | measured |
+# | Reddit-like, fedavg, gcn, 200 | 15 | 86 | 0.36 | measured |
+# | CiteSeer, central, gcn, 200 | 30 | 10 | 0.09 | measured |
+# | Cora, central, gcn, 200 | 30 | 7 | 0.06 | measured |
+# | CiteSeer, localbias:ours/gcn, gcn, 200 | 15 | 14 | 0.06 | measured |
+# | CiteSeer, fedavg_nc, gcn, 200 | 15 | 12 | 0.05 | modelled |
+#
+# Reddit-like accounts for 3.4 of these 3.8 CPU h: 60 runs of 200 epochs at 86-205 s each. Cora and CiteSeer take 7-14 s a run.
+#
+
 # %%
 print("not implemented yet:", ", ".join(mv.ROWS[r].label for r in plan["not_implemented"]) or "none")
 print(f"{len(plan['runs'])} runs on {', '.join(plan['bias_ready'])}: "

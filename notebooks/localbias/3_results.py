@@ -95,6 +95,58 @@ print(status.pivot_table(index=["table", "row"], columns="paper column", values=
                          sort=False).to_string())
 
 # %% [markdown]
+# ### What the `full` profile costs
+#
+# **Projection, measured on 2026-11-26: CPU time on this 2-core machine, one thread** (`FGL_THREADS=1`). One representative run per group (seed 0, the first run the notebooks plan for the group) was timed with `time.process_time()` by `benchmarks/full_projection.py`, and the seconds are kept in `benchmarks/projection_localbias.csv`. Other sessions kept the machine heavily loaded (load 10-24), so the wall clock ran 4-15x the CPU time and wall seconds were not used. Every run was truncated to 3-10 epochs and scaled linearly to its 200 or 1000 epochs: each epoch trains and evaluates once. The set-up (data, partition) is kept as measured. For FedSAGE+, GraphSAINT and GraphSAGE on Products-like, a second run at 1 epoch separates the one-time part (NeighGen, GraphSAINT's normalisation) from the per-epoch part. A run that another notebook of the paper already stored is copied, so it counts once. `priced` says how each group's seconds were obtained:
+#
+# * `measured`: the group's own run;
+# * `scaled`: the same group timed at other epochs;
+# * `modelled`: dataset size x method cost, fitted on the measured groups (`fglcore.runlog.expected_seconds`).
+#
+# `python benchmarks/full_projection.py localbias project` prints every group. **The whole paper** (four notebooks): 791 runs, 139.3 CPU hours (one thread), 69.7 h on 2 workers at best; 96 % of the hours priced from measured groups.
+#
+#
+# **3_results**: 552 runs, 135.3 CPU h, 67.7 h on 2 workers at best
+#
+# | method | runs | CPU h | of which measured groups |
+# |---|---:|---:|---:|
+# | graphsage | 45 | 50.84 | 50.12 |
+# | central | 90 | 30.84 | 30.28 |
+# | graphsaint | 45 | 12.76 | 12.04 |
+# | localbias:ours-full/gcn | 49 | 10.19 | 10.11 |
+# | bns_gcn | 45 | 8.15 | 7.43 |
+# | localbias:ours/1gnn | 45 | 5.29 | 4.57 |
+# | localbias:ours/gcn | 49 | 5.11 | 5.11 |
+# | localbias:ours*/gcn | 45 | 4.78 | 4.06 |
+# | llcg | 45 | 3.26 | 2.54 |
+# | fedsage_plus | 45 | 2.41 | 1.69 |
+# | fedavg | 49 | 1.70 | 1.67 |
+#
+# | biggest groups (dataset, method, model, rounds) | runs | CPU s/run | CPU h | priced |
+# |---|---:|---:|---:|---|
+# | Products-like, graphsage, sage, 1000 | 9 | 20050 | 50.12 | measured |
+# | Products-like, central, 1gnn, 1000 | 9 | 10525 | 26.31 | measured |
+# | Products-like, graphsaint, gcn, 1000 | 9 | 4818 | 12.04 | measured |
+# | Products-like, localbias:ours-full/gcn, gcn, 1000 | 9 | 3426 | 8.56 | measured |
+# | Products-like, bns_gcn, gcn, 1000 | 9 | 2972 | 7.43 | measured |
+# | Products-like, localbias:ours/1gnn, gcn, 1000 | 9 | 1827 | 4.57 | measured |
+# | Products-like, localbias:ours/gcn, gcn, 1000 | 9 | 1817 | 4.54 | measured |
+# | Products-like, localbias:ours*/gcn, gcn, 1000 | 9 | 1626 | 4.06 | measured |
+#
+# **Where the hours go.** Products-like makes up **126 of the notebook's 135 CPU h**: 108 runs of 1000 epochs (12 rows x 3 learning rates x 3 seeds). Per run:
+#
+# * GraphSAGE: 20,050 s, i.e. 5.6 h. Neighbour sampling runs on fglcore's own sampler, since pyg-lib and torch-sparse do not install here.
+# * Centralised 1-GNN: 10,525 s, i.e. 2.9 h. That is 8.8x the centralised GCN's 1,198 s: `GraphConv(aggr="add")` message passing against a cached sparse product.
+# * GraphSAINT: 4,818 s (a one-time normalisation of 22 s, then 4.8 s an epoch).
+# * ours-full / CAGNET: 3,426 s; BNS-GCN: 2,972 s; ours, ours*, Ours+1-GNN: about 1,630-1,830 s; LLCG: 1,016 s.
+# * FedSAGE+: about 674 s. NeighGen takes about 124 s once; its epochs cost less than the noise between two runs, so they are priced as FedAvg's 0.55 s.
+#
+# The learning-rate search triples each row. **GraphSAGE and the 1-GNN on Products-like alone are 76 CPU h**, for two rows of a synthetic substitute. Running the search on one seed, or fewer epochs for the search, would cut the notebook to a fraction.
+#
+# The other four datasets (200 epochs) take about 9 CPU h. Reddit-like accounts for 6.8 of them, mostly ours-full at 538 s a run. The rows priced `as gcn` (centralised 1-GNN on Cora, CiteSeer and Reddit-like) are underestimated: the 1-GNN costs 5x the GCN on PubMed and 8.8x on Products-like. Table 3's timed runs (12 runs of 10 epochs, Gloo) are computed again at every execution, because they are not stored.
+#
+
+# %% [markdown]
 # ## 2. The learning-rate search
 #
 # Every implemented row of Tables 2 and 5 on every dataset, at each learning

@@ -67,6 +67,39 @@ pd.set_option("display.width", 200)
 print(f"profile {profile}: results go to {paths.display_path(out)}")
 
 # %% [markdown]
+# ### What the `full` profile costs
+#
+# **Projection, measured on 2026-11-26: CPU time on this 2-core machine, one thread** (`FGL_THREADS=1`). One representative run per group (seed 0, the first run the notebooks plan for the group) was timed with `time.process_time()` by `benchmarks/full_projection.py`, and the seconds are kept in `benchmarks/projection_localbias.csv`. Other sessions kept the machine heavily loaded (load 10-24), so the wall clock ran 4-15x the CPU time and wall seconds were not used. Every run was truncated to 3-10 epochs and scaled linearly to its 200 or 1000 epochs: each epoch trains and evaluates once. The set-up (data, partition) is kept as measured. For FedSAGE+, GraphSAINT and GraphSAGE on Products-like, a second run at 1 epoch separates the one-time part (NeighGen, GraphSAINT's normalisation) from the per-epoch part. A run that another notebook of the paper already stored is copied, so it counts once. `priced` says how each group's seconds were obtained:
+#
+# * `measured`: the group's own run;
+# * `scaled`: the same group timed at other epochs;
+# * `modelled`: dataset size x method cost, fitted on the measured groups (`fglcore.runlog.expected_seconds`).
+#
+# `python benchmarks/full_projection.py localbias project` prints every group. **The whole paper** (four notebooks): 791 runs, 139.3 CPU hours (one thread), 69.7 h on 2 workers at best; 96 % of the hours priced from measured groups.
+#
+#
+# **4_analysis**: 12 runs, 0.2 CPU h, 0.1 h on 2 workers at best
+#
+# | method | runs | CPU h | of which measured groups |
+# |---|---:|---:|---:|
+# | localbias:ours-full/gcn | 3 | 0.17 | 0.17 |
+# | localbias:ours/gcn | 9 | 0.06 | 0.01 |
+#
+# | biggest groups (dataset, method, model, rounds) | runs | CPU s/run | CPU h | priced |
+# |---|---:|---:|---:|---|
+# | Reddit-like, localbias:ours-full/gcn, gcn, 200 | 1 | 538 | 0.15 | measured |
+# | Reddit-like, localbias:ours/gcn, gcn, 72 | 1 | 62 | 0.02 | scaled from 200 rounds |
+# | PubMed, localbias:ours-full/gcn, gcn, 200 | 1 | 69 | 0.02 | measured |
+# | Reddit-like, localbias:ours/gcn, gcn, 24 | 1 | 21 | 0.01 | scaled from 200 rounds |
+# | Reddit-like, localbias:ours/gcn, gcn, 36 | 1 | 31 | 0.01 | scaled from 200 rounds |
+# | Reddit-like, localbias:ours/gcn, gcn, 48 | 1 | 41 | 0.01 | scaled from 200 rounds |
+# | PubMed, localbias:ours/gcn, gcn, 200 | 1 | 36 | 0.01 | measured |
+# | Reddit-like, localbias:ours/gcn, gcn, 3 | 1 | 3 | 0.00 | scaled from 200 rounds |
+#
+# These runs go through `experiment.run_full`, not a sweep, so they are computed again at every execution. Their cost is small: about 0.2 CPU h, mostly ours-full on Reddit-like (538 s).
+#
+
+# %% [markdown]
 # ## 1. Step length (Fig. 4)
 #
 # Step length $m$: `step_epochs` × $m$ rounds of the engine, each sampling

@@ -87,6 +87,53 @@ print(status.pivot_table(index="method", columns="why", values="table", aggfunc=
 print(ot.count_runs(plan["configs"]).to_string(index=False))
 
 # %% [markdown]
+# ### What the `full` profile costs
+#
+# **Projection, measured on 2026-11-26: CPU time on this 2-core machine, one thread** (`FGL_THREADS=1`). One representative run per group (seed 0, the first run the notebooks plan for the group) was timed with `time.process_time()` by `benchmarks/full_projection.py`, and the seconds are kept in `benchmarks/projection_opfgl.csv`. Other sessions kept the machine heavily loaded (load 10-24), so the wall clock ran 4-15x the CPU time and wall seconds were not used. A run that another notebook of the paper already stored is copied, so it counts once. The `priced` column says how each group's seconds per run were obtained:
+#
+# * `measured`: the group's own run. O-pFGL's condensation was timed at 300 of its 3000 iterations and scaled linearly; its Stages 1-2 ran in full, with their early stopping. The 100-round baselines were timed at 5 rounds and scaled linearly.
+# * `scaled` or `as gcn`: the same method on the same data, timed at other rounds or with the GCN backbone.
+# * `modelled`: dataset size x method cost, fitted on the measured groups (`fglcore.runlog.expected_seconds`). `method not measured` means a mean cost stands in for the method, so treat that number as a rough guess.
+#
+# `python benchmarks/full_projection.py opfgl project` prints every group. **The whole paper** (four notebooks): 1330 runs, 20.2 CPU hours (one thread), 10.1 h on 2 workers at best; 40 % of the hours priced from measured groups.
+#
+#
+# **3_results**: 1047 runs, 15.7 CPU h, 7.9 h on 2 workers at best
+#
+# | method | runs | CPU h | of which measured groups |
+# |---|---:|---:|---:|
+# | fedtad | 114 | 4.18 | 2.48 |
+# | opfgl | 106 | 1.89 | 0.72 |
+# | fedavg_ft | 96 | 1.46 | 0.71 |
+# | fedgta | 114 | 1.45 | 0.03 |
+# | fedpub | 78 | 1.33 | 0.05 |
+# | dense | 96 | 1.19 | 0.00 |
+# | fedlog | 96 | 1.19 | 0.00 |
+# | coboost | 96 | 1.19 | 0.00 |
+# | fedspray | 126 | 1.17 | 0.18 |
+# | local | 108 | 0.48 | 0.01 |
+# | fedavg | 17 | 0.18 | 0.02 |
+#
+# | biggest groups (dataset, method, model, rounds) | runs | CPU s/run | CPU h | priced |
+# |---|---:|---:|---:|---|
+# | PubMed, fedtad, gcn, 100 | 6 | 1424 | 2.37 | measured |
+# | PubMed, fedavg_ft, gcn, 1 | 12 | 205 | 0.68 | measured |
+# | CiteSeer, fedtad, gcn, 100 | 6 | 308 | 0.51 | modelled |
+# | PubMed, fedpub, gcn, 1 | 12 | 106 | 0.35 | modelled, method not measured |
+# | PubMed, fedgta, gcn, 1 | 12 | 106 | 0.35 | modelled, method not measured |
+# | PubMed, fedtad, gcn, 1 | 12 | 106 | 0.35 | modelled, method not measured |
+# | PubMed, fedlog, gcn, 1 | 12 | 106 | 0.35 | modelled, method not measured |
+# | PubMed, dense, gcn, 1 | 12 | 106 | 0.35 | modelled, method not measured |
+#
+# **What these numbers leave out, so read the total as a lower bound:**
+#
+# * **DENSE.** One Cora run of `dense` was still computing after **at least 410 s of CPU** when measuring stopped. For each of the 7 values of fedavg_ft's local-epochs grid, it runs 200 distillation rounds over a pool of synthetic graphs that grows by one graph a round (the method's defaults, `run_one` per grid value). At no less than Cora's cost, its 96 runs alone take at least 10.9 CPU h, yet the table prices them at the mean cost (`method not measured`). Co-Boost has the same structure and is probably as costly.
+# * **Not measured at all:** FedLoG, Co-Boost, and the one-round FedPUB, FedGTA and FedTAD (priced at the mean cost). The same goes for O-pFGL on CS, Computers and Physics, which are `modelled`.
+# * **Physics does not fit.** O-pFGL's Physics run (34,493 nodes x 8,415 features) was **killed by the out-of-memory killer at 8.6 GB resident**. This machine has 23 GB, shared by every session. Two such runs side by side (`--workers 2`) would need about 17 GB.
+# * **The biggest measured items** are FedTAD at 100 rounds on PubMed (1,424 s a run, 22x its Cora run) and the one-round FedAvg + fine-tuning on PubMed (205 s a run, 21x Cora). O-pFGL itself costs about 60-77 s a run on Cora, CiteSeer, PubMed and Photo. Its condensation is cheap (1.2-3.5 s per 300 iterations, so 12-35 s of the run); Stages 1-2 take the rest.
+#
+
+# %% [markdown]
 # ## 2. The protocol
 #
 # O-pFGL runs the authors' command for each dataset and partition

@@ -77,6 +77,42 @@ pd.set_option("display.max_colwidth", None)
 print(plan["status"].to_string(index=False))
 print({table: len(configs) for table, configs in plan["configs"].items()})
 
+# %% [markdown]
+# ### What the `full` profile costs
+#
+# **Projection, measured on 2026-11-26: CPU time on this 2-core machine, one thread** (`FGL_THREADS=1`). One representative run per group (seed 0, the first run the notebooks plan for the group) was timed with `time.process_time()` by `benchmarks/full_projection.py`, and the seconds are kept in `benchmarks/projection_opfgl.csv`. Other sessions kept the machine heavily loaded (load 10-24), so the wall clock ran 4-15x the CPU time and wall seconds were not used. A run that another notebook of the paper already stored is copied, so it counts once. The `priced` column says how each group's seconds per run were obtained:
+#
+# * `measured`: the group's own run. O-pFGL's condensation was timed at 300 of its 3000 iterations and scaled linearly; its Stages 1-2 ran in full, with their early stopping. The 100-round baselines were timed at 5 rounds and scaled linearly.
+# * `scaled` or `as gcn`: the same method on the same data, timed at other rounds or with the GCN backbone.
+# * `modelled`: dataset size x method cost, fitted on the measured groups (`fglcore.runlog.expected_seconds`). `method not measured` means a mean cost stands in for the method, so treat that number as a rough guess.
+#
+# `python benchmarks/full_projection.py opfgl project` prints every group. **The whole paper** (four notebooks): 1330 runs, 20.2 CPU hours (one thread), 10.1 h on 2 workers at best; 40 % of the hours priced from measured groups.
+#
+#
+# **4_ablations**: 270 runs, 4.4 CPU h, 2.2 h on 2 workers at best
+#
+# | method | runs | CPU h | of which measured groups |
+# |---|---:|---:|---:|
+# | opfgl | 198 | 3.41 | 3.41 |
+# | fedavg_ft | 18 | 0.44 | 0.36 |
+# | renode | 18 | 0.28 | 0.00 |
+# | fedspray | 18 | 0.19 | 0.02 |
+# | local | 18 | 0.05 | 0.01 |
+#
+# | biggest groups (dataset, method, model, rounds) | runs | CPU s/run | CPU h | priced |
+# |---|---:|---:|---:|---|
+# | CiteSeer, opfgl, gcn, 1 | 75 | 63 | 1.31 | measured |
+# | Cora, opfgl, gcn, 1 | 75 | 58 | 1.21 | measured |
+# | PubMed, opfgl, gcn, 1 | 48 | 67 | 0.89 | measured |
+# | PubMed, fedavg_ft, gcn, 1 | 6 | 205 | 0.34 | measured |
+# | PubMed, renode, gcn, 1 | 6 | 106 | 0.18 | modelled, method not measured |
+# | PubMed, fedspray, gcn, 1 | 6 | 74 | 0.12 | modelled |
+# | CiteSeer, fedavg_ft, gcn, 1 | 6 | 45 | 0.08 | modelled |
+# | CiteSeer, renode, gcn, 1 | 6 | 45 | 0.07 | modelled, method not measured |
+#
+# The ablations are nearly all O-pFGL runs (198 of 270). At 58-67 s of CPU each on Cora, CiteSeer and PubMed (measured; condensation scaled from 300 iterations), they make a predictable 3.4 of its 4.4 CPU h.
+#
+
 # %%
 results = {}
 for table, configs in plan["configs"].items():
