@@ -206,8 +206,8 @@ def test_sweep_reruns_stored_configs_that_lack_the_requested_rows(tmp_path, monk
 
     config = T.table1_config("chem", "local", 1, members=["MUTAG"], rounds=1, evaluate_every=1)
     calls = []
-    real_run = experiment.run
-    monkeypatch.setattr(experiment, "run", lambda c, **kw: calls.append(kw) or real_run(c, **kw))
+    real_prepare = experiment.prepare  # every computed run of a sweep is prepared once
+    monkeypatch.setattr(experiment, "prepare", lambda c: calls.append(c) or real_prepare(c))
     path = tmp_path / "results.csv"
     plain = experiment.sweep([config], path, progress=False)
     assert client_values(plain).empty and len(calls) == 1
