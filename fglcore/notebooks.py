@@ -273,31 +273,34 @@ def prepare(notebook: str | os.PathLike, profile: str, overrides: Mapping[str, A
     return params, out
 
 
-def planned_datasets(plan: Any) -> list[str]:
-    """The datasets every :class:`~fglcore.config.ExperimentConfig` in a notebook's plan loads (dicts, lists
-    and tuples are searched), in order of first appearance: for a FedStar group, the members its
-    ``partition_options`` keep (``members`` / ``exclude``, e.g. the settings without COLLAB)."""
+def planned_configs(plan: Any) -> list:
+    """Every :class:`~fglcore.config.ExperimentConfig` in a notebook's plan (dicts, lists and tuples are
+    searched), in order."""
     from fglcore.config import ExperimentConfig
+
+    if isinstance(plan, ExperimentConfig):
+        return [plan]
+    if isinstance(plan, Mapping):
+        return [c for value in plan.values() for c in planned_configs(value)]
+    if isinstance(plan, (list, tuple)):
+        return [c for value in plan for c in planned_configs(value)]
+    return []
+
+
+def planned_datasets(plan: Any) -> list[str]:
+    """The datasets every :class:`~fglcore.config.ExperimentConfig` in a notebook's plan loads
+    (:func:`planned_configs`), in order of first appearance: for a FedStar group, the members its
+    ``partition_options`` keep (``members`` / ``exclude``, e.g. the settings without COLLAB)."""
     from fglcore.data.datasets import DATASETS, is_dataset_path
     from fglcore.data.partition import select_members
 
     found: dict[str, None] = {}
-
-    def walk(item: Any) -> None:
-        if isinstance(item, ExperimentConfig):
-            name, options = item.dataset, item.partition_options
-            grouped = not is_dataset_path(name) and DATASETS.get(name).is_group
-            for member in (select_members(name, options.get("members", ()), options.get("exclude", ()))
-                           if grouped else [name]):
-                found.setdefault(member, None)
-        elif isinstance(item, Mapping):
-            for value in item.values():
-                walk(value)
-        elif isinstance(item, (list, tuple)):
-            for value in item:
-                walk(value)
-
-    walk(plan)
+    for config in planned_configs(plan):
+        name, options = config.dataset, config.partition_options
+        grouped = not is_dataset_path(name) and DATASETS.get(name).is_group
+        for member in (select_members(name, options.get("members", ()), options.get("exclude", ()))
+                       if grouped else [name]):
+            found.setdefault(member, None)
     return list(found)
 
 

@@ -257,24 +257,10 @@ def plan_configs(notebook: str | Path, profile: str = "full") -> list:
     function (:data:`fglcore.notebooks.PLANS`), the configurations found anywhere in what it returns (dicts,
     lists, tuples), in order. A notebook without a plan gives ``[]``."""
     from fglcore import notebooks
-    from fglcore.config import ExperimentConfig
 
     declared = notebooks.read_parameters(notebook)
     params = {**{k: p.default for k, p in declared.items()}, **notebooks.load_profile(notebook, profile)}
-    found: list = []
-
-    def walk(item) -> None:
-        if isinstance(item, ExperimentConfig):
-            found.append(item)
-        elif isinstance(item, Mapping):
-            for value in item.values():
-                walk(value)
-        elif isinstance(item, (list, tuple)):
-            for value in item:
-                walk(value)
-
-    walk(notebooks.check_plan(notebook, params))
-    return found
+    return notebooks.planned_configs(notebooks.check_plan(notebook, params))
 
 
 def group_key(config) -> tuple[str, str, str, int]:

@@ -17,22 +17,10 @@ from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import NodeFederation, build_clients
 from fglcore.fl.channel import Channel
 from fglcore.models import build_model
+from recording_channel import RecordingChannel
 
 CPU = torch.device("cpu")
 N, K, FEATURES, CLASSES = 60, 3, 12, 3
-
-
-class RecordingChannel(Channel):
-    """A channel that also keeps every payload it delivers."""
-
-    def __init__(self):
-        super().__init__()
-        self.payloads: list[tuple[str, str, int, dict]] = []
-
-    def send(self, sender, receiver, payload, round):
-        received = super().send(sender, receiver, payload, round)
-        self.payloads.append((sender, receiver, round, {k: v.clone() for k, v in received.items()}))
-        return received
 
 
 def graph(seed: int = 0) -> Data:

@@ -16,8 +16,8 @@ from fglcore.algorithms.central import Central
 from fglcore.algorithms.fedsgd import FedSGDServer
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import NodeFederation, build_clients
-from fglcore.fl.channel import Channel
 from fglcore.fl.engine import run_rounds
+from recording_channel import RecordingChannel
 
 CPU = torch.device("cpu")
 N, K, FEATURES, CLASSES = 90, 3, 12, 3
@@ -226,19 +226,6 @@ def test_graph_tasks_are_refused_with_the_key():
 
 
 # --------------------------------------------------------------------------- FedAvg's client weights (option weighting)
-
-
-class RecordingChannel(Channel):
-    """A channel that keeps every payload it delivers."""
-
-    def __init__(self):
-        super().__init__()
-        self.payloads: list[tuple[str, str, int, dict]] = []
-
-    def send(self, sender, receiver, payload, round):
-        received = super().send(sender, receiver, payload, round)
-        self.payloads.append((sender, receiver, round, {k: v.clone() for k, v in received.items()}))
-        return received
 
 
 @pytest.fixture(scope="module")

@@ -19,22 +19,10 @@ from fglcore.data.federation import NodeFederation, build_clients
 from fglcore.data.multihop import multihop_adjacency
 from fglcore.data.node_structure import degree_features, fedstar_features
 from fglcore.fl.channel import Channel
+from recording_channel import RecordingChannel
 
 CPU = torch.device("cpu")
 N, K, FEATURES, CLASSES = 60, 3, 12, 3
-
-
-class RecordingChannel(Channel):
-    """A channel that also keeps every payload it delivers, to check what each participant received."""
-
-    def __init__(self):
-        super().__init__()
-        self.payloads: list[tuple[str, str, int, dict]] = []
-
-    def send(self, sender, receiver, payload, round):
-        received = super().send(sender, receiver, payload, round)
-        self.payloads.append((sender, receiver, round, {k: v.clone() for k, v in received.items()}))
-        return received
 
 
 def graph(seed: int = 0) -> Data:
