@@ -213,6 +213,40 @@ def test_same_seed_same_numbers_other_seed_other_numbers():
     assert a.extras["distillation"] != c.extras["distillation"]
 
 
+def test_epochs_chosen_on_the_teachers_distils_once_with_the_best_validating_local_models():
+    grid = [1, 5, 30]
+    algorithm = Dense(config(local_epochs_grid=grid, epochs_selection="teachers"), federation(), "cpu")
+    distilled = []
+    original = DenseServer.distill
+
+    def counting(self, *args, **kwargs):
+        distilled.append(1)
+        return original(self, *args, **kwargs)
+
+    DenseServer.distill = counting
+    try:
+        result = algorithm.run()
+    finally:
+        DenseServer.distill = original
+    search = result.extras["teacher_search"]
+    assert [row["local_epochs"] for row in search] == grid
+    values = [row["teacher_val_accuracy"] for row in search]
+    chosen = grid[values.index(max(values))]
+    assert result.extras["local_epochs"] == chosen and [r["local_epochs"] for r in result.extras["epochs_search"]] \
+        == [chosen]
+    assert len(distilled) == 1  # one distillation, not one per grid value
+    assert len(set(values)) > 1  # the local epochs change the teachers
+    # the reported run is exactly the run with that E fixed: scoring the teachers leaves no trace
+    fixed = Dense(config(local_epochs_grid=[chosen]), federation(), "cpu").run()
+    assert result.metrics == fixed.metrics
+
+
+def test_epochs_chosen_on_final_models_distils_once_per_grid_value():
+    algorithm = Dense(config(local_epochs_grid=[1, 5]), federation(), "cpu")
+    result = algorithm.run()
+    assert "teacher_search" not in result.extras and len(result.extras["epochs_search"]) == 2
+
+
 def test_student_init_fedavg_starts_from_the_weighted_mean():
     algorithm = Dense(config(student_init="fedavg"), federation(), "cpu")
     server, _, uploads, weights = uploads_of(algorithm)
@@ -230,6 +264,7 @@ def test_student_init_fedavg_starts_from_the_weighted_mean():
     ({"kd_momentum": 1.0}, "kd_momentum"),
     ({"bn_weight": -1.0}, "bn_weight"),
     ({"student_init": "random"}, "student_init"),
+    ({"epochs_selection": "best"}, "epochs_selection"),
     ({"share": "all"}, "share"),
     ({"hardness": 1.0}, "hardness"),  # a Co-Boost option
     ({"local_epochs_grid": [0]}, "local_epochs_grid"),

@@ -65,6 +65,23 @@ def test_rows_not_registered_are_not_implemented_and_the_plan_validates_first(mo
         lt.results_plan(["Chameleon"], ["gcn"], ["ours_star"], [0], [0.01], 2, 1, [], [4], 2, "simulated")
 
 
+def test_learning_rate_searched_on_some_seeds_the_others_run_at_the_chosen_rate():
+    from fglcore.results import run_id
+
+    plan = lt.results_plan(["Cora"], ["ours_gcn"], ["ours_gcn"], [0, 1, 2], [0.1, 0.01], 2, 1, [], [4], 2, "simulated",
+                           search_seeds=[0])
+    assert sorted((c.seed, c.lr) for c in plan["search"]) == [(0, 0.01), (0, 0.1)]
+    assert sorted((c.seed, c.lr) for c in plan["after_search"]) == [(1, 0.1), (2, 0.1)]
+    every = lt.results_plan(["Cora"], ["ours_gcn"], ["ours_gcn"], [0, 1, 2], [0.1, 0.01], 2, 1, [], [4], 2, "simulated")
+    assert len(every["search"]) == 6 and every["after_search"] == []
+    chosen = pd.DataFrame([{"dataset": "Cora", "row": "ours_gcn", "lr": 0.01, "val_accuracy": 80.0, "seeds": 1}])
+    table = lt.table_configs("2", ["ours_gcn"], chosen, [0, 1, 2], 2)
+    searched = {run_id(c) for c in plan["search"]}
+    assert [run_id(c) in searched for c in table] == [True, False, False]  # seed 0 is copied from the search
+    with pytest.raises(ConfigError, match="search_seeds.*not in seeds"):
+        lt.results_plan(["Cora"], ["ours_gcn"], ["ours_gcn"], [0, 1], [0.1], 2, 1, [], [4], 2, "simulated", search_seeds=[5])
+
+
 def test_substitutes_take_the_role_of_the_paper_datasets():
     reddit, products = lt.dataset_role("Reddit-like"), lt.dataset_role("Products-like")
     assert (reddit.layers, reddit.epochs, reddit.stands_for) == (4, 200, "Reddit")

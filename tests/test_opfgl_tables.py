@@ -48,6 +48,7 @@ def test_opfgl_runs_the_authors_command_and_baselines_the_one_shot_protocol():
         options = by[("1", method)].algorithm_options
         assert (by[("1", method)].rounds, options["local_epochs_grid"], options["max_epochs"]) == (1, [5], 20)
     assert by[("1", "fedtad")].algorithm_options["fine_tune"] is True
+    assert {by[("1", m)].algorithm_options["epochs_selection"] for m in ("dense", "coboost")} == {"teachers"}
     assert (by[("9", "fedavg")].rounds, by[("9", "fedavg")].setting) == (2, "rounds=2")
     assert (by[("9", "opfgl")].rounds, by[("9", "opfgl")].setting) == (1, "")
 

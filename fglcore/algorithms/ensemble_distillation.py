@@ -34,6 +34,21 @@ round (lowest generator loss, as both official synthesizers keep
 whole pool in random order, one optimiser step per pooled graph (their
 ``DataLoader`` over the image pool, one batch per synthesis batch).
 
+**Choosing the local epochs** (option ``epochs_selection``). The paper tunes
+every one-round baseline's local epochs on validation (App. A.2) without
+saying on which model. ``"final"`` (default) is the protocol of every other
+one-round baseline here: the whole run (local training, distillation,
+fine-tuning) for each ``E`` of ``local_epochs_grid``, keeping the ``E`` whose
+fine-tuned models validate best. ``"teachers"`` chooses ``E`` on the
+validation accuracy of the clients' locally trained models -- the teachers
+that ``E`` shapes, evaluated as the run's metrics are -- before any
+distillation, then runs the pipeline once with that ``E``: one distillation
+instead of one per grid value. The distillation dominates the cost (a pool
+that grows by one graph a round makes ``epochs`` rounds cost
+:math:`O(\text{epochs}^2)` student steps), so ``"teachers"`` is what makes
+O-pFGL's heterogeneous tables (nine architectures, nine distillations per
+``E``) affordable; ``extras["teacher_search"]`` lists every candidate.
+
 **The student** starts from the shared initialisation (``student_init =
 "initial"``: both official codes distil into a freshly built ``get_model``),
 or from the FedAvg mean of the uploads (``"fedavg"``, FedTAD's choice).
@@ -68,6 +83,7 @@ the number of distinct architectures (nine for ``hetero``).
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import torch
@@ -75,16 +91,17 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from fglcore.algorithms.base import Trainer
-from fglcore.algorithms.fedavg_ft import FedAvgFT, FineTuneClient, OneShotServer
+from fglcore.algorithms.fedavg_ft import FedAvgFT, FineTuneClient, OneShotServer, search_local_epochs
 from fglcore.checks import POSITIVE, Bounds
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
-from fglcore.fl.engine import Client, Payload
+from fglcore.fl.engine import Client, Payload, RunResult, evaluate_clients
 from fglcore.fl.parameters import weighted_mean
 from fglcore.models import MODELS, build_client_model
 from fglcore.models.node_generator import NodeFeatureGenerator
 
 STUDENT_INITS = ("initial", "fedavg")
+EPOCHS_SELECTIONS = ("final", "teachers")
 
 
 def knn_graph(x: Tensor, k: int = 5) -> Tensor:
@@ -303,6 +320,7 @@ class DistillClient(FineTuneClient):
 
 SHARED_DEFAULTS: dict[str, Any] = {
     "student_init": "initial",
+    "epochs_selection": "final",
     "knn_k": 5,
     "noise_dim": 32,
     "epochs": 200,
@@ -337,7 +355,8 @@ class EnsembleDistillation(FedAvgFT):
                                       "must see each one")
     default_options: ClassVar[dict[str, Any]] = {
         **{k: v for k, v in FedAvgFT.default_options.items() if k != "share"}, **SHARED_DEFAULTS}
-    option_choices: ClassVar[dict[str, tuple[str, ...]]] = {"student_init": STUDENT_INITS}
+    option_choices: ClassVar[dict[str, tuple[str, ...]]] = {"student_init": STUDENT_INITS,
+                                                             "epochs_selection": EPOCHS_SELECTIONS}
     option_bounds: ClassVar[dict[str, Bounds]] = {**FedAvgFT.option_bounds, **SHARED_BOUNDS}
 
     @classmethod
@@ -387,6 +406,30 @@ class EnsembleDistillation(FedAvgFT):
         result = super().run_one(epochs, channel)
         result.extras["distillation"] = dict(self.server.report)
         return result
+
+    def run(self, channel: Channel | None = None, *, callbacks: Sequence = (), checkpoint: Any = None) -> RunResult:
+        """The one-shot protocol; with ``epochs_selection="teachers"`` the ``E`` of the grid whose local models
+        validate best (:meth:`teacher_validation`; ties go to the smaller ``E``), then one run with it."""
+        grid = self.options["local_epochs_grid"]
+        if self.options["epochs_selection"] == "final" or len(grid) == 1:
+            return super().run(channel, callbacks=callbacks, checkpoint=checkpoint)
+        teachers = [{"local_epochs": e, "teacher_val_accuracy": self.teacher_validation(e)} for e in grid]
+        best = max(teachers, key=lambda row: (-math.inf if math.isnan(row["teacher_val_accuracy"])
+                                              else row["teacher_val_accuracy"], -row["local_epochs"]))
+        result = search_local_epochs(self, self.run_one, [best["local_epochs"]], channel)
+        result.extras["teacher_search"] = teachers
+        return result
+
+    def teacher_validation(self, epochs: int) -> float:
+        """The aggregated validation accuracy (``config.metric_aggregation``) of the clients' models after
+        ``epochs`` local epochs from the run's seeded initialisation: the teachers the run with ``E = epochs``
+        uploads. Nothing is sent; the run itself builds afresh from the seed."""
+        self._epochs = epochs
+        _, clients = self.build(Channel())
+        for client in clients:
+            client.fit(1)
+        metrics, _ = evaluate_clients(clients, self.num_classes, self.config.metric_aggregation)
+        return metrics.get("val_accuracy", math.nan)
 
 
 def uniform_targets(n: int, num_classes: int, sort: bool) -> Tensor:

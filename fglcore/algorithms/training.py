@@ -56,7 +56,7 @@ TrainLoss = Callable[[Tensor, Tensor], Tensor]
 
 
 class WeightedCrossEntropy:
-    """:math:`\frac1{N}\sum_i w_i\,\mathrm{CE}_i` over the training nodes, one weight per node in the
+    r""":math:`\frac1{N}\sum_i w_i\,\mathrm{CE}_i` over the training nodes, one weight per node in the
     order of the trainer's ``train_idx`` (ReNode's re-weighted loss, :mod:`fglcore.algorithms.renode`).
 
     Shapes: ``weight`` :math:`(N,)`; called on logits :math:`(N, C)` and labels :math:`(N,)` -> scalar.

@@ -28,7 +28,10 @@ runs every learning rate (table ``"lr"``, setting token ``lr=<value>``);
 validation accuracy over the seeds (ties: the larger learning rate);
 :func:`table_configs` then asks for the chosen runs under their table, which
 the store copies from the search (same computation, other labels) instead of
-recomputing.
+recomputing. The paper reports one run per cell and does not say on how many
+runs it searched; ``search_seeds`` of :func:`results_plan` searches on a
+subset of the seeds (the ``full`` profile: seed 0), and the tables then
+compute the other seeds at the chosen rate only.
 
 Rows (:data:`ROWS`): Table 2's and Table 5's methods, each an algorithm of the
 registry with its options and the ``setting`` label ``paper.yaml`` uses. A row
@@ -305,19 +308,28 @@ def datasets_table(datasets: Sequence[str]) -> pd.DataFrame:
 def results_plan(datasets: Sequence[str], table2_methods: Sequence[str], table5_methods: Sequence[str],
                  seeds: Sequence[int], lrs: Sequence[float], rounds: int, evaluate_every: int,
                  cost_datasets: Sequence[str], cost_clients: Sequence[int], cost_rounds: int,
-                 cost_engine: str) -> dict[str, Any]:
-    """What ``notebooks/localbias/3_results`` runs: ``{"ready", "missing", "search", "coverage", "cost"}``.
+                 cost_engine: str, search_seeds: Sequence[int] = ()) -> dict[str, Any]:
+    """What ``notebooks/localbias/3_results`` runs: ``{"ready", "missing", "search", "after_search",
+    "coverage", "cost"}``.
 
     ``search``: the learning-rate search of every implemented row of Tables 2 and 5 on the available
-    datasets; the tables' own configs follow from it (:func:`choose_lr`, :func:`table_configs`; every one
-    is validated here for every learning rate). ``cost``: Table 3's runs (:func:`cost_configs`). Called by
-    the notebook and by ``fgl run`` before the kernel starts.
+    datasets, on ``search_seeds`` (empty: all ``seeds``); the tables' own configs follow from it
+    (:func:`choose_lr`, :func:`table_configs`; every one is validated here for every learning rate).
+    ``after_search``: the runs of the other seeds, which the tables compute at the rate the search
+    chooses; they are listed here at the first of ``lrs``, a stand-in for that rate, so that projections
+    and data checks count them (same dataset, row, seed and epochs; the notebook never runs them from
+    here). ``cost``: Table 3's runs (:func:`cost_configs`). Called by the notebook and by ``fgl run``
+    before the kernel starts.
     """
     from fglcore import experiment
     from fglcore.checks import NON_NEGATIVE, POSITIVE, Bounds
 
     experiment.check_lists(datasets=datasets, table2_methods=table2_methods, table5_methods=table5_methods,
                            seeds=seeds, lrs=lrs)
+    outside = [s for s in search_seeds if s not in seeds]
+    if outside:
+        raise ConfigError(f"parameter 'search_seeds': {outside} not in seeds {list(seeds)}; accepted: a subset of "
+                          "seeds, or [] to search on every seed")
     experiment.check_datasets("datasets", datasets, "node")
     experiment.check_datasets("cost_datasets", cost_datasets, "node")
     NON_NEGATIVE.check("parameter 'rounds'", rounds)
@@ -339,12 +351,16 @@ def results_plan(datasets: Sequence[str], table2_methods: Sequence[str], table5_
                           "shows what is); accepted: at least one available dataset, e.g. Cora")
     rows = list(dict.fromkeys([*table2_methods, *table5_methods]))
     with experiment.parameters_named({"seed": "seeds", "lr": "lrs", "rounds": "rounds", "dataset": "datasets"}):
-        search = lr_search_configs(rows, ready, seeds, lrs, rounds, evaluate_every=evaluate_every)
+        searched = list(search_seeds) or list(seeds)
+        search = lr_search_configs(rows, ready, searched, lrs, rounds, evaluate_every=evaluate_every)
+        after_search = lr_search_configs(rows, ready, [s for s in seeds if s not in searched], list(lrs)[:1],
+                                         rounds, evaluate_every=evaluate_every)
     cost_ready = available(cost_datasets)
     with experiment.parameters_named({"dataset": "cost_datasets", "num_clients": "cost_clients",
                                       "rounds": "cost_rounds", "algorithm_options.engine": "cost_engine"}):
         cost = cost_configs(cost_ready, cost_clients, cost_rounds, cost_engine)
     return {"ready": ready, "missing": [d for d in datasets if d not in ready], "search": search,
+            "after_search": after_search,
             "coverage": coverage({"2": table2_methods, "5": table5_methods, "3": TABLE3_ROWS}, ready),
             "cost": cost}
 
