@@ -343,13 +343,18 @@ def sweep(
                      pending=[keys for rid, keys in timing_keys.items() if rid not in computed],
                      workers=claims.live_holders())
 
+    trusted: set[str] = set()  # artifacts checked once in this sweep: each later look loads only new ones
+
     def kept(done: set[str]) -> set[str]:
         """Those of ``done`` whose artifact is there and trusted (all of them without an artifact)."""
         if artifact is None:
             return done
-        rows = store.read()
-        by_id = {cid: mine for cid, mine in rows[rows["config_id"].isin(done)].groupby("config_id")}
-        return {cid for cid in done if artifact.load(store.path, cid, by_id[cid]) is not None}
+        new = done - trusted
+        if new:
+            rows = store.read()
+            by_id = {cid: mine for cid, mine in rows[rows["config_id"].isin(new)].groupby("config_id")}
+            trusted.update(cid for cid in new if artifact.load(store.path, cid, by_id[cid]) is not None)
+        return done & trusted
 
     def stored() -> tuple[set[str], dict[str, str]]:
         """Configurations stored with every family of rows asked for (and their artifact), and run id -> one

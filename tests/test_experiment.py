@@ -198,6 +198,21 @@ def test_a_sweep_keeps_each_runs_artifact_and_recomputes_a_run_whose_artifact_is
             for c in relabelled] == [0, 1]
 
 
+def test_a_sweep_checks_each_stored_artifact_once(fake_stack, tmp_path):
+    class Counting(SeedArtifact):
+        loads: list[str] = []
+
+        def load(self, path, cid, rows):
+            self.loads.append(cid)
+            return super().load(path, cid, rows)
+
+    path, kept = tmp_path / "r.csv", Counting()
+    configs = experiment.grid({**BASE, "table": "1"}, seed=[0, 1, 2, 3, 4])
+    experiment.sweep(configs, path, progress=False, artifact=kept)
+    assert len(FakeAlgorithm.calls) == 5
+    assert sorted(kept.loads) == sorted(config_id(c) for c in configs)  # once each, not after every later run
+
+
 def test_an_artifact_saved_for_other_rows_or_another_configuration_is_not_trusted(tmp_path):
     kept, path = SeedArtifact(), tmp_path / "r.csv"
     rows = [{"metric": "accuracy", "value": 0.5}]
