@@ -96,8 +96,8 @@ class _Graph:
         self.n = n
         self.indptr, self.indices = adjacency.indptr.astype(np.int64), adjacency.indices.astype(np.int64)
         self.deg = np.diff(self.indptr)
-        self.adj = adjacency.toarray().astype(bool)
-        self.c2 = (adjacency @ adjacency).toarray().astype(np.int64)  # common neighbours of any two nodes
+        self.adj = adjacency.astype(bool).toarray()
+        self.c2 = (adjacency @ adjacency).astype(np.int32).toarray()  # common neighbours of any two nodes
         packed = np.packbits(self.adj, axis=1, bitorder="little")
         packed = np.pad(packed, ((0, 0), (0, -packed.shape[1] % 8)))
         self.bits = packed.view(np.uint64)
