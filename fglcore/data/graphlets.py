@@ -29,7 +29,11 @@ bitsets), and the loops whose *f*-values are sums of per-node quantities over
 paw's degree-3 node, 11; the claw leaf, 6; the path's inner node, 5) are
 closed formulas over the neighbourhood's adjacency matrix instead. The counts
 equal a brute-force enumeration of connected induced subgraphs
-(``tests/test_node_structure.py``). Memory: a dense :math:`n \times n`
+(``tests/test_node_structure.py``), and those of the official port on random
+graphs whose edge list is sorted (by source, then target, as PyG's coalesced
+graphs): that port counts the claw centre (orbits 7, 21, 23) over neighbour
+lists in two orders that agree only then; these counts do not depend on the
+order of the edges. Memory: a dense :math:`n \times n`
 adjacency and common-neighbour count (5 bytes per pair), fine for the
 FedStruct Table 8 graphs (Cora, CiteSeer, Chameleon), 2 GB for PubMed.
 """
