@@ -124,6 +124,26 @@ def test_node2vec_structure_features_are_the_global_graphs_embedding_rows(federa
         assert torch.equal(algorithm.own_structure_features(k), whole[client.global_id])
 
 
+def test_gdv_structure_features_are_the_global_graphs_standardised_orbit_counts(federation, fresh_abar_cache,
+                                                                             monkeypatch):
+    from fglcore.data import node_structure
+    from fglcore.data.graphlets import orbit_counts
+
+    monkeypatch.setattr(node_structure, "cache_root", lambda: fresh_abar_cache)
+    with pytest.raises(ConfigError, match="structure_dim must be 73; got 16"):
+        ALGORITHMS.get("fedstruct").check_config(config(nsf="gdv"))
+    algorithm = ALGORITHMS.get("fedstruct")(config(nsf="gdv", structure_dim=73), federation, CPU)
+    counts = torch.from_numpy(orbit_counts(federation.data.edge_index, N)).double()
+    whole = (counts - counts.mean(0)) / counts.std(0, unbiased=False).where(counts.std(0) > 0, torch.ones(73))
+    for k, client in enumerate(federation.clients):  # each client's rows of the global graph's GDV
+        assert torch.allclose(algorithm.own_structure_features(k), whole[client.global_id].float(), atol=1e-6)
+    channel = RecordingChannel()
+    result = algorithm.run(channel)
+    assert 0.0 <= result.metrics["test_accuracy"] <= 1.0
+    shared = [p for _, receiver, _, p in channel.payloads if "nsf" in p]
+    assert shared and all(p["nsf"].shape[1] == 73 for p in shared)
+
+
 @pytest.mark.parametrize("nsf", ["h2v", "deg", "fedstar", "n2v"])
 def test_clients_receive_structure_and_model_quantities_only(federation, nsf):
     channel = RecordingChannel()

@@ -93,3 +93,17 @@ def test_labels_and_plans():
     cora = entries[(entries["dataset"] == "Cora") & (entries["method"] == "fedstruct")]
     paper = set(zip(cora["partition"], cora["setting"]))
     assert {(c.partition, c.setting) for c in n2v} <= paper  # the paper's cells, so compare finds them
+
+
+def test_table8_gdv_row_is_the_global_graphs_gdv_with_its_73_wide_structure_features():
+    table8 = ft.ablations_plan(["Cora"], ["louvain", "random", "kmeans"], [], [], [0], 2, "Chameleon", [5], [],
+                               table8_methods=["fedstruct_gdv"], table8_datasets=["Cora"])["table8"]
+    assert sorted(c.setting for c in table8) == ["nsf=gdv, sgnn=decoupled_gcn", "nsf=gdv, sgnn=decoupled_gcn",
+                                                 "nsf=gdv, sgnn=decoupled_gcn, cap=plus"]
+    for c in table8:
+        o = c.algorithm_options
+        assert (o["nsf"], o["pruning"], o["abar_protocol"], o["structure_dim"], c.table) == \
+            ("gdv", "none", "server", 73, "8")
+        ALGORITHMS.get("fedstruct").check_config(c)
+    assert ft.row_fields("fedstruct_n2v", "Cora")["algorithm_options"]["structure_dim"] == 256  # Table 5's d_s
+    assert all(_matches(c, _keys("8")) for c in table8)  # the paper's DGCN+GDV cells, so compare finds them

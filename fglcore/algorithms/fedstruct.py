@@ -52,7 +52,15 @@ own subgraph and a structure branch over the global multi-hop adjacency
    settings and the run's seed, :func:`~fglcore.data.node_structure.node2vec_features`;
    App. H's server-side structure GNN is not modelled, so with
    ``pruning="none"`` and ``abar_protocol="server"`` this is the DGCN+N2V
-   reading with FedStruct's own combination, the digest's §7.2 item 23).
+   reading with FedStruct's own combination, the digest's §7.2 item 23)
+   or ``"gdv"`` (GDV, Table 8 / App. H likewise: the graphlet degree vector,
+   the 73 orbit counts of graphlets on 2-5 nodes, computed on the global graph
+   and standardised per column as the official ``Graph.calc_GDV``,
+   :func:`~fglcore.data.node_structure.gdv_features`; its width is the orbit
+   count, so ``structure_dim`` must be 73 -- the official structure model
+   takes its input width from the features -- and any other value is refused
+   with an error naming 73, so that the configuration records the width the
+   model has).
    Each client sends its rows ``nsf`` (with ``nsf_node_ids``)
    to every other client (Alg. 1 and 2: "share :math:`S_i` with all
    clients").
@@ -188,7 +196,8 @@ from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import cross_blocks
 from fglcore.data.multihop import (PRUNING, multihop_adjacency, normalized_adjacency, prune_at, prune_top,
                                    to_torch_sparse, top_values_threshold)
-from fglcore.data.node_structure import degree_features, fedstar_features, node2vec_features
+from fglcore.data.graphlets import NUM_ORBITS
+from fglcore.data.node_structure import degree_features, fedstar_features, gdv_features, node2vec_features
 from fglcore.fl.channel import Channel, Message
 from fglcore.fl.engine import SERVER, Client, Payload, Server
 from fglcore.fl.parameters import gradient_payload, load_payload, module_payload, norm_parameter_names
@@ -197,7 +206,7 @@ from fglcore.models.fedstruct import FedStructModel
 from fglcore.paths import cache_root
 from fglcore.runtime import set_seed
 
-NSF = ("h2v", "deg", "fedstar", "n2v")
+NSF = ("h2v", "deg", "fedstar", "n2v", "gdv")
 BRANCHES = ("both", "structure", "structure_inference")
 NORM_LAYERS = ("local", "averaged")
 H2V_FEDAVG = ("weights", "gradients")
@@ -606,6 +615,9 @@ class FedStruct(Algorithm):
         if o["h2v_fedavg"] == "gradients" and o["training"] == "fedavg" and config.local_epochs != 1:
             raise ConfigError(f"local_epochs: h2v_fedavg='gradients' (the official FedAvg of Hop2Vec's S) takes one "
                               f"local step per round, as the official code; accepted: 1, got {config.local_epochs}")
+        if o["nsf"] == "gdv" and o["structure_dim"] != NUM_ORBITS:
+            raise ConfigError(f"algorithm_options.structure_dim: nsf='gdv' gives {NUM_ORBITS} orbit counts per node, "
+                              f"so structure_dim must be {NUM_ORBITS}; got {o['structure_dim']}")
         if o["nsf"] == "fedstar" and not 1 <= o["rw_steps"] < o["structure_dim"]:
             raise ConfigError(f"algorithm_options.rw_steps: Fed* needs 1 <= rw_steps < structure_dim "
                               f"({o['structure_dim']}), got {o['rw_steps']}")
@@ -657,8 +669,8 @@ class FedStruct(Algorithm):
         return lambda name: name not in norms
 
     def own_structure_features(self, k: int) -> Tensor:
-        """Client ``k``'s rows of :math:`S`, as it computes (Deg, Hop2Vec) or is given them (Fed⋆, Node2Vec: see
-        the module docstring)."""
+        """Client ``k``'s rows of :math:`S`, as it computes (Deg, Hop2Vec) or is given them (Fed⋆, Node2Vec, GDV:
+        see the module docstring)."""
         o, data = self.options, self.clients_data[k]
         if o["nsf"] == "deg":
             return degree_features(data.global_degree, o["structure_dim"])
@@ -673,6 +685,10 @@ class FedStruct(Algorithm):
                 self._node2vec = node2vec_features(full.edge_index, self.num_nodes, o["structure_dim"],
                                                    seed=self.config.seed)
             return self._node2vec[data.global_id]
+        if o["nsf"] == "gdv":
+            if not hasattr(self, "_gdv"):
+                self._gdv = gdv_features(self.federation.data.edge_index, self.num_nodes)
+            return self._gdv[data.global_id]
         generator = torch.Generator().manual_seed(client_seed(self.config.seed, k))
         return torch.randn(int(data.num_nodes), o["structure_dim"], generator=generator) * o["h2v_init_std"]
 

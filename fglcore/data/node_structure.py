@@ -30,10 +30,13 @@ r"""FedStruct's task-agnostic node structure features (NSFs), Aliakbari et al., 
   :func:`uniform_random_walk`, node2vec's walk for its defaults p = q = 1
   (other p, q are refused). Cached on disk by graph, width, seed and settings.
 
+* :func:`gdv_features` (Table 8, App. H: the server knows the global graph):
+  the graphlet degree vector, the 73 orbit counts of graphlets on 2-5 nodes
+  (:func:`fglcore.data.graphlets.orbit_counts`), standardised per column.
+  Cached on disk by graph.
+
 Hop2Vec (learnable NSFs) has no generator: it is a parameter of the
-algorithm (:mod:`fglcore.algorithms.fedstruct`). GDV (Table 8: orbit counts of
-the 73 orbits of graphlets up to 5 nodes, the official code's pure-Python
-ORCA port) is not implemented.
+algorithm (:mod:`fglcore.algorithms.fedstruct`).
 """
 from __future__ import annotations
 
@@ -51,6 +54,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 
 from fglcore.config import ConfigError
+from fglcore.data.graphlets import NUM_ORBITS, orbit_counts
 from fglcore.data.multihop import self_loop_adjacency
 from fglcore.paths import cache_root
 
@@ -204,3 +208,32 @@ def node2vec_features(edge_index: Tensor, num_nodes: int, width: int = 256, seed
             return model.embedding.weight.detach().clone().to(torch.float32)
 
     return _cached(payload, (num_nodes, width), compute, cache)
+
+
+def standardise(values: np.ndarray) -> np.ndarray:
+    """Each column to zero mean and unit (population) standard deviation, as scikit-learn's ``StandardScaler``;
+    a constant column becomes 0 (its scale is taken as 1)."""
+    values = np.asarray(values, dtype=np.float64)
+    centred = values - values.mean(axis=0)
+    scale = values.std(axis=0)
+    return centred / np.where(scale > 0, scale, 1.0)
+
+
+def gdv_features(edge_index: Tensor, num_nodes: int, cache: bool = True) -> Tensor:
+    """``float32[n, 73]``: the GDV NSF of Table 8 (App. H, the server knows the global graph).
+
+    The graphlet degree vector of every node (Pržulj, Bioinformatics 2007): its counts of the 73 automorphism
+    orbits of the connected induced graphlets on 2-5 nodes, in ORCA's numbering (Hočevar and Demšar,
+    Bioinformatics 2014), computed exactly by :func:`fglcore.data.graphlets.orbit_counts` on the undirected
+    simple graph of ``edge_index``. As the official code's ``Graph.calc_GDV`` (``JavadAliakbari/FedStruct``,
+    ``src/utils/graph.py``, counts by ``GDV().count5`` of ``src/utils/GDV.py``, an ORCA port), each of the 73
+    columns is then standardised over all nodes by :func:`standardise` (``StandardScaler``: zero mean, unit
+    population standard deviation; a constant column, e.g. an orbit that occurs nowhere, stays 0). The width is
+    the orbit count, 73, whatever the configured NSF width (the official structure model takes its input width
+    from the features). Cached on disk (``cache_root()/structure/``) by graph."""
+    payload = {"version": 1, "what": "gdv standardised", "graph": _graph_checksum(edge_index, num_nodes)}
+
+    def compute() -> Tensor:
+        return torch.from_numpy(standardise(orbit_counts(edge_index, num_nodes))).to(torch.float32)
+
+    return _cached(payload, (num_nodes, NUM_ORBITS), compute, cache)

@@ -135,13 +135,18 @@ ROWS: dict[str, Row] = {
                              "nsf=h2v, branches=structure, pruning=none"),
     "fedstruct_n2v": Row("FedStruct (DGCN+N2V)", "fedstruct", "decoupled_gcn",
                          {"nsf": "n2v", "pruning": "none", "abar_protocol": "server"}, "nsf=n2v, sgnn=decoupled_gcn"),
+    "fedstruct_gdv": Row("FedStruct (DGCN+GDV)", "fedstruct", "decoupled_gcn",
+                         {"nsf": "gdv", "pruning": "none", "abar_protocol": "server", "structure_dim": 73},
+                         "nsf=gdv, sgnn=decoupled_gcn"),
     "local": Row("Local GNN", "local", "sage"),
     "local_dgcn": Row("Local DGCN", "local", "decoupled_gcn"),
     "local_mlp": Row("Local MLP", "local", "mlp"),
 }
 """Every row of Tables 2, 6, 7 and 8 (Table 8's ``fedstruct_n2v``, "DGCN+N2V" where the server knows the global
 graph, App. H, is read as Node2Vec NSFs of the global graph with the unpruned :math:`\bar A` computed by the
-server, FedStruct's own sum of the two branches: the digest's §7.2 item 23; and the central model on the clients' subgraphs without their cross edges, for
+server, FedStruct's own sum of the two branches: the digest's §7.2 item 23; ``fedstruct_gdv``, "DGCN+GDV", the
+same with the global graph's GDV, whose width is its 73 orbits instead of Table 5's :math:`d_s` (a row's own
+``structure_dim`` is kept by :func:`row_fields`); and the central model on the clients' subgraphs without their cross edges, for
 the motivation, and Fig. 4(b)'s "H2V s": FedStruct's structure branch alone, trained and predicting, the official
 ``data_type="structure"``, :mod:`fglcore.algorithms.fedstruct` option ``branches``; ``fedstruct_h2v_s_f`` the
 same on the unpruned :math:`\\bar A`, as the official layers script computes it: ``graph.obtain_a(DGCN_layers)``
@@ -197,7 +202,7 @@ def row_fields(row_id: str, dataset: str) -> dict[str, Any]:
         theta_s = t5["theta_s"]
         fields.update(decoupled)
         fields["algorithm_options"].update(structure_hops=int(t5["L_s"]), feature_hops=int(t5["L"]),
-                                           structure_dim=int(t5["d_s"]), prune_p=int(t5["p"]),
+                                           structure_dim=int(row.options.get("structure_dim", t5["d_s"])), prune_p=int(t5["p"]),
                                            structure_hidden=[int(h) for h in theta_s[1:-1]], simulation="fused")
     else:
         model = row.model
