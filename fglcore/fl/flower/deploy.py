@@ -37,6 +37,7 @@ from fglcore.config import ExperimentConfig
 from fglcore.fl.engine import RunResult
 from fglcore.fl.flower.apps import ClientLost
 from fglcore.fl.flower.job import Job, prepare_job
+from fglcore.fl.flower.worker import READY
 
 APP_NAME = "fglcore-flower"
 APP_PYPROJECT = """[build-system]
@@ -120,10 +121,13 @@ class LocalDeployment:
         partition_files: client id -> partition file (:func:`~fglcore.fl.flower.job.prepare_job`).
         start_timeout: seconds each process may take to listen.
         grace: seconds between SIGTERM and SIGKILL when stopping.
+        warm: one long-lived ClientApp process per SuperNode, serving every message of every run (the
+            SuperNode in ``--isolation process`` and :mod:`fglcore.fl.flower.worker` beside it); ``False``:
+            Flower's default, a fresh ``flwr-clientapp`` process per message (``--isolation subprocess``).
     """
 
     def __init__(self, folder: str | os.PathLike[str], partition_files: Mapping[int, str | os.PathLike[str]], *,
-                 start_timeout: float = 60.0, grace: float = 5.0):
+                 start_timeout: float = 60.0, grace: float = 5.0, warm: bool = True):
         self.folder = Path(folder).resolve()
         self.partition_files = {int(k): Path(v).resolve() for k, v in partition_files.items()}
         for path in self.partition_files.values():
@@ -134,6 +138,8 @@ class LocalDeployment:
         self.grace = float(grace)
         self.processes: list[_Process] = []
         self.supernodes: dict[int, _Process] = {}
+        self.workers: dict[int, _Process] = {}
+        self.warm = bool(warm)
         self.superlink: _Process | None = None
 
     # -- environment and processes ---------------------------------------------------------------
@@ -159,39 +165,66 @@ class LocalDeployment:
                                   "pip install 'fglcore[flower]' (flwr)")
         return str(path)
 
-    def _start(self, name: str, command: list[str], home: str, port: int) -> _Process:
+    def _launch(self, name: str, command: list[str], home: str, port: int) -> _Process:
         log = self.folder / f"{name}.log"
         with open(log, "wb") as handle:
             popen = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=self.env(home),
                                      cwd=self.folder, start_new_session=True)
         process = _Process(name, popen, log, port)
         self.processes.append(process)
-        deadline = time.monotonic() + self.start_timeout
-        while not _listening(port):
+        return process
+
+    def _wait(self, process: _Process, deadline: float) -> None:
+        """Until ``process`` listens on its port (a ClientApp worker: says it is ready); a clear error if it
+        exits or ``deadline`` passes first."""
+        name, popen, log = process.name, process.popen, process.log
+        ready = (lambda: _listening(process.port)) if process.port else (lambda: READY in _tail(log, 50))
+        while not ready():
             if popen.poll() is not None:
                 raise DeploymentError(f"{name} exited with status {popen.returncode} while starting:\n{_tail(log)}")
             if time.monotonic() > deadline:
-                raise DeploymentError(f"{name} did not listen on 127.0.0.1:{port} within {self.start_timeout:g} s:"
-                                      f"\n{_tail(log)}")
+                what = f"listen on 127.0.0.1:{process.port}" if process.port else f"say {READY!r}"
+                raise DeploymentError(f"{name} did not {what} within {self.start_timeout:g} s:\n{_tail(log)}")
             time.sleep(0.1)
+
+    def _check_alive(self, processes: list[_Process]) -> None:
         time.sleep(0.3)  # a process that found its port taken by another exits right after
-        if popen.poll() is not None:
-            raise DeploymentError(f"{name} exited with status {popen.returncode} while starting:\n{_tail(log)}")
-        return process
+        for process in processes:
+            if process.popen.poll() is not None:
+                raise DeploymentError(f"{process.name} exited with status {process.popen.returncode} while "
+                                      f"starting:\n{_tail(process.log)}")
 
     def start(self) -> "LocalDeployment":
+        """Start the SuperLink; then every SuperNode (and, ``warm``, its ClientApp worker) at once, and wait
+        until each listens (a worker: is ready), all within ``start_timeout`` seconds."""
         self.folder.mkdir(parents=True, exist_ok=True)
         try:
             port = free_port()
-            self.superlink = self._start("superlink", [
+            self.superlink = self._launch("superlink", [
                 self._executable("flower-superlink"), "--insecure", "--host", "127.0.0.1", "--port", str(port),
                 "--disable-runtime-dependency-installation"], "home-superlink", port)
+            self._wait(self.superlink, time.monotonic() + self.start_timeout)
+            self._check_alive([self.superlink])
+            ports = {port}
             for cid, partition in sorted(self.partition_files.items()):
                 node_port = free_port()
-                self.supernodes[cid] = self._start(f"supernode-client{cid}", [
+                while node_port in ports:  # none of these listens yet: the OS may offer one twice
+                    node_port = free_port()
+                ports.add(node_port)
+                self.supernodes[cid] = self._launch(f"supernode-client{cid}", [
                     self._executable("flower-supernode"), "--insecure", "--superlink", f"127.0.0.1:{port}",
                     "--host", "127.0.0.1", "--port", str(node_port),
+                    *(["--isolation", "process"] if self.warm else []),
                     "--node-config", f'partition-file="{partition}"'], f"home-client{cid}", node_port)
+                if self.warm:
+                    self.workers[cid] = self._launch(f"worker-client{cid}", [
+                        sys.executable, "-m", "fglcore.fl.flower.worker", "--insecure",
+                        "--runtime-api-address", f"127.0.0.1:{node_port}",
+                        "--parent-pid", str(self.supernodes[cid].popen.pid)], f"home-client{cid}", 0)
+            deadline = time.monotonic() + self.start_timeout
+            for process in self.processes[1:]:
+                self._wait(process, deadline)
+            self._check_alive(self.processes[1:])
         except BaseException:
             self.stop()
             raise
@@ -204,10 +237,11 @@ class LocalDeployment:
             pass
 
     def kill_supernode(self, cid: int) -> None:
-        """Kill client ``cid``'s SuperNode and its children at once (SIGKILL), as a crashed machine would."""
-        process = self.supernodes[cid]
-        self._signal(process, signal.SIGKILL)
-        process.popen.wait(timeout=self.grace)
+        """Kill client ``cid``'s SuperNode, its children and its ClientApp worker at once (SIGKILL), as a
+        crashed machine would."""
+        for process in (self.supernodes[cid], *([self.workers[cid]] if cid in self.workers else [])):
+            self._signal(process, signal.SIGKILL)
+            process.popen.wait(timeout=self.grace)
 
     def stop(self) -> None:
         """Stop every process this deployment started (SIGTERM, then SIGKILL after ``grace`` seconds)."""
@@ -339,16 +373,17 @@ class FlowerRun:
 
 def run_on_flower(config: ExperimentConfig | Mapping[str, Any], folder: str | os.PathLike[str] | None = None, *,
                   start_timeout: float = 60.0, run_timeout: float = 600.0, connect_timeout: float = 60.0,
-                  message_timeout: float = 300.0, parallel: bool = False) -> FlowerRun:
+                  message_timeout: float = 300.0, parallel: bool = False, warm: bool = True) -> FlowerRun:
     """Run ``config`` on a local Flower deployment (SuperLink + one SuperNode per client) and return its result.
 
     ``folder`` (default: a new temporary folder) receives the job and partition files, logs and the result;
-    ``parallel`` as in :meth:`LocalDeployment.run`.
+    ``parallel`` as in :meth:`LocalDeployment.run`, ``warm`` as in :class:`LocalDeployment`.
     """
     folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="fgl-flower-"))
     job = prepare_job(config, folder / "job")
     started = time.perf_counter()
-    with LocalDeployment(folder / "deployment", job.partition_files, start_timeout=start_timeout) as deployment:
+    with LocalDeployment(folder / "deployment", job.partition_files, start_timeout=start_timeout,
+                         warm=warm) as deployment:
         result = deployment.run(job, result_file=folder / "result.pt", run_timeout=run_timeout,
                                 connect_timeout=connect_timeout, message_timeout=message_timeout,
                                 parallel=parallel)
