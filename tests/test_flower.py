@@ -121,12 +121,13 @@ def test_on_superlink_and_two_supernodes_the_numbers_are_the_in_process_ones(dep
     assert (wire.upload_wire_bytes > wire.upload_tensor_bytes).all()
 
 
-def test_secure_aggregation_masks_on_the_supernodes_and_gives_the_in_process_numbers(deployment):
+def test_fglcore_masking_on_the_supernodes_gives_the_in_process_numbers(deployment):
     dep, folder = deployment
     config = {**BASE, "secure_aggregation": True}
     _, expected = run_full(config)
     job = prepare_job(config, folder / "job")
-    result = dep.run(job, result_file=folder / "secure.pt", run_timeout=300, message_timeout=120)
+    result = dep.run(job, result_file=folder / "secure.pt", run_timeout=300, message_timeout=120,
+                     secure_aggregation="fglcore")
     assert result.history == expected.history
     pd.testing.assert_frame_equal(result.ledger.to_frame(), expected.ledger.to_frame())
     assert result.ledger.names(sender="clients") == {"masked_update"}
@@ -134,6 +135,56 @@ def test_secure_aggregation_masks_on_the_supernodes_and_gives_the_in_process_num
     trains = wire[wire.kind == "train"]
     # only the masked int64 vectors crossed Flower from the clients: as many bytes as the ledger's uploads
     assert trains.upload_tensor_bytes.sum() == expected.ledger.total_bytes(receiver="server")
+
+
+def test_flowers_secaggplus_gives_our_weighted_mean_to_its_quantisation_bound(deployment, monkeypatch):
+    from fglcore.fl.engine import Client
+    from fglcore.fl.flower.secaggplus import DEFAULTS, error_bound
+    from fglcore.fl.secure import SecureAggregator
+
+    dep, folder = deployment
+    config = {**BASE, "secure_aggregation": True}
+    updates, sums = {}, {}  # in-process: each client's update and the unmasked sum, by round
+    masked_update, unmask_sum = Client.masked_update, SecureAggregator.unmask_sum
+
+    def record_update(self, update, secure, round):
+        updates.setdefault(round, []).append(
+            (self.num_samples, torch.cat([v.detach().double().flatten() for v in update.values()])))
+        return masked_update(self, update, secure, round)
+
+    def record_sum(self, masked, round, client_ids=None):
+        sums[round] = unmask_sum(self, masked, round, client_ids)
+        return sums[round]
+
+    monkeypatch.setattr(Client, "masked_update", record_update)
+    monkeypatch.setattr(SecureAggregator, "unmask_sum", record_sum)
+    _, expected = run_full(config)
+    job = prepare_job(config, folder / "job")
+    result = dep.run(job, result_file=folder / "secaggplus.pt", run_timeout=300, message_timeout=120)
+    flower = {entry["round"]: entry["mean"] for entry in result.extras["flower_secaggplus"]}
+    assert sorted(flower) == [1, 2] and [e["clients"] for e in result.extras["flower_secaggplus"]] == [[0, 1]] * 2
+    # Round 1 starts from the same model and random state: the clients' updates are the in-process ones, so
+    # SecAgg+'s mean differs from ours by its quantisation bound at most (plus fglcore's fixed point, 2**-25
+    # per client on n_k * x_k).
+    ours = sums[1][:-1] / sums[1][-1]
+    counts = [n for n, _ in updates[1]]
+    exact = sum(n * x for n, x in updates[1]) / sum(counts)
+    spread = max(float((x - exact).abs().max()) for _, x in updates[1])
+    bound = error_bound(counts, spread, clipping_range=DEFAULTS["clipping_range"],
+                        quantization_range=DEFAULTS["quantization_range"]) + len(counts) * 2**-25 / sum(counts)
+    gap = float((flower[1] - ours).abs().max())
+    assert 0 < gap <= bound  # quantised (not fglcore's masking), and within the bound
+    assert bound < 1e-5
+    # what crossed Flower: four SecAgg+ messages per client and round; each masked vector is one int64 per
+    # parameter plus the weight, as many bytes as fglcore's masked upload, so the ledgers agree
+    wire = pd.DataFrame(result.extras["flower_wire"])
+    stages = wire[wire.kind.str.startswith("secaggplus.")]
+    assert stages.groupby(["round", "client"]).size().eq(4).all() and len(stages) == 16
+    pd.testing.assert_frame_equal(result.ledger.to_frame(), expected.ledger.to_frame())
+    assert stages.upload_tensor_bytes.sum() == expected.ledger.total_bytes(receiver="server")
+    assert result.history[-1]["round"] == expected.history[-1]["round"]
+    for key, value in expected.history[-1].items():  # round 2 starts from a model 1e-6 away: close, not equal
+        assert result.history[-1][key] == pytest.approx(value, abs=1e-2, nan_ok=True)
 
 
 def test_parallel_schedule_sends_a_round_to_every_client_at_once(deployment):

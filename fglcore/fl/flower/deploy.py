@@ -67,6 +67,12 @@ result-file = ""
 connect-timeout = 60.0
 message-timeout = 300.0
 parallel = false
+secure-aggregation = "secaggplus"
+secaggplus-clipping-range = 8.0
+secaggplus-quantization-range = 4194304
+secaggplus-modulus-range = 4294967296
+secaggplus-num-shares = 1.0
+secaggplus-reconstruction-threshold = 0.5
 """
 APP_README = ("The fglcore Flower app: its components live in the installed fglcore package "
               "(fglcore.fl.flower.apps); this folder only names them for `flwr run`.\n")
@@ -270,7 +276,8 @@ class LocalDeployment:
     # -- runs ------------------------------------------------------------------------------------
 
     def run(self, job: Job, *, result_file: str | os.PathLike[str] | None = None, run_timeout: float = 600.0,
-            connect_timeout: float = 60.0, message_timeout: float = 300.0, parallel: bool = False) -> RunResult:
+            connect_timeout: float = 60.0, message_timeout: float = 300.0, parallel: bool = False,
+            secure_aggregation: str = "secaggplus", secaggplus: Mapping[str, float] | None = None) -> RunResult:
         """``flwr run`` the fglcore app on ``job``; return the ServerApp's :class:`RunResult`.
 
         ``parallel``: each round's messages go to every client at once and each client draws from its own
@@ -278,12 +285,27 @@ class LocalDeployment:
         global random state (the default, which gives the in-process numbers bit for bit; see
         :mod:`fglcore.fl.flower.apps`).
 
+        ``secure_aggregation`` (for a job written with ``secure_aggregation`` true): ``"secaggplus"``, Flower's
+        SecAgg+ (:mod:`fglcore.fl.flower.secaggplus`; the weighted mean to its quantisation bound), or
+        ``"fglcore"``, fglcore's pairwise masking on the SuperNodes (the in-process numbers bit for bit).
+        ``secaggplus``: ``SecAggPlusWorkflow`` settings (``clipping_range``, ``quantization_range``,
+        ``modulus_range``, ``num_shares``, ``reconstruction_threshold``; defaults
+        :data:`fglcore.fl.flower.secaggplus.DEFAULTS`).
+
         Raises :class:`~fglcore.fl.flower.apps.ClientLost` (naming the client, its SuperNode, the message and
         round) when a client was lost, :class:`DeploymentError` when the run fails or does not finish within ``run_timeout`` seconds;
         either way no result file is left.
         """
         if self.superlink is None:
             raise DeploymentError("the deployment is not started; use it as a context manager or call start()")
+        if secure_aggregation not in ("secaggplus", "fglcore"):
+            raise ValueError(f"secure_aggregation: {secure_aggregation!r} is not one of 'secaggplus' (Flower's "
+                             "SecAgg+), 'fglcore' (fglcore's masking on the SuperNodes)")
+        unknown = sorted(set(secaggplus or {}) - {"clipping_range", "quantization_range", "modulus_range",
+                                                  "num_shares", "reconstruction_threshold"})
+        if unknown:
+            raise ValueError(f"secaggplus: unknown settings {unknown}; accepted: clipping_range, "
+                             "quantization_range, modulus_range, num_shares, reconstruction_threshold")
         result_file = Path(result_file or self.folder / "result.pt").resolve()
         error_file = result_file.with_name(result_file.name + ".error")
         for stale in (result_file, error_file):
@@ -297,7 +319,9 @@ class LocalDeployment:
         run_config = " ".join([f'job-file="{job.server_file}"', f'result-file="{result_file}"',
                                f"connect-timeout={float(connect_timeout)}",
                                f"message-timeout={float(message_timeout)}",
-                               f"parallel={'true' if parallel else 'false'}"])
+                               f"parallel={'true' if parallel else 'false'}",
+                               f'secure-aggregation="{secure_aggregation}"',
+                               *(f"secaggplus-{k.replace('_', '-')}={v!r}" for k, v in (secaggplus or {}).items())])
         command = [self._executable("flwr"), "run", str(app), "local", "--stream", "--run-config", run_config]
         log = self.folder / "flwr-run.log"
         with open(log, "wb") as handle:
@@ -373,11 +397,13 @@ class FlowerRun:
 
 def run_on_flower(config: ExperimentConfig | Mapping[str, Any], folder: str | os.PathLike[str] | None = None, *,
                   start_timeout: float = 60.0, run_timeout: float = 600.0, connect_timeout: float = 60.0,
-                  message_timeout: float = 300.0, parallel: bool = False, warm: bool = True) -> FlowerRun:
+                  message_timeout: float = 300.0, parallel: bool = False, warm: bool = True,
+                  secure_aggregation: str = "secaggplus", secaggplus: Mapping[str, float] | None = None) -> FlowerRun:
     """Run ``config`` on a local Flower deployment (SuperLink + one SuperNode per client) and return its result.
 
     ``folder`` (default: a new temporary folder) receives the job and partition files, logs and the result;
-    ``parallel`` as in :meth:`LocalDeployment.run`, ``warm`` as in :class:`LocalDeployment`.
+    ``parallel``, ``secure_aggregation`` and ``secaggplus`` as in :meth:`LocalDeployment.run`, ``warm`` as in
+    :class:`LocalDeployment`.
     """
     folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="fgl-flower-"))
     job = prepare_job(config, folder / "job")
@@ -386,5 +412,6 @@ def run_on_flower(config: ExperimentConfig | Mapping[str, Any], folder: str | os
                          warm=warm) as deployment:
         result = deployment.run(job, result_file=folder / "result.pt", run_timeout=run_timeout,
                                 connect_timeout=connect_timeout, message_timeout=message_timeout,
-                                parallel=parallel)
+                                parallel=parallel, secure_aggregation=secure_aggregation,
+                                secaggplus=secaggplus)
     return FlowerRun(result, job, time.perf_counter() - started, folder)
