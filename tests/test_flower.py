@@ -1,9 +1,10 @@
 """fglcore on Flower: records, the checks of what Flower can carry, and a real SuperLink with two SuperNodes.
 
-The deployment tests start Flower's own processes on 127.0.0.1 (``fglcore.fl.flower.deploy``). Flower 1.42
-starts a fresh ``flwr-clientapp`` process for every message, which imports torch and fglcore, and a SuperNode
-polls its SuperLink every 3 s when idle: each message costs seconds, so the runs are as short as the checks
-allow (2 clients, 2 rounds, one evaluation).
+The deployment tests start Flower's own processes on 127.0.0.1 (``fglcore.fl.flower.deploy``), each
+SuperNode with one long-lived ClientApp process (``fglcore.fl.flower.worker``; Flower's default would start a
+``flwr-clientapp`` process, importing torch and fglcore, for every message). An idle SuperNode still polls its
+SuperLink every 3 s, so each message costs seconds and the runs are as short as the checks allow (2 clients,
+2 rounds, one evaluation).
 """
 from __future__ import annotations
 
@@ -89,24 +90,7 @@ def test_a_failed_start_is_a_clear_error_within_the_timeout_and_leaves_no_proces
     assert dep.processes == []
 
 
-@pytest.fixture(scope="module")
-def deployment(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("flower")
-    # each test writes its job's files here (prepare_job) before it runs; a SuperNode opens its file per message
-    partitions = {cid: folder / "job" / f"client{cid}.pt" for cid in range(BASE["num_clients"])}
-    with LocalDeployment(folder / "deployment", partitions, start_timeout=60) as dep:
-        yield dep, folder
-    for process in dep.processes:
-        assert process.popen.poll() is not None
-
-
-@pytest.mark.parametrize("algorithm", ["fedavg", "fedspray"])
-def test_on_superlink_and_two_supernodes_the_numbers_are_the_in_process_ones(deployment, algorithm):
-    dep, folder = deployment
-    config = {**BASE, "algorithm": algorithm, "local_epochs": 2}  # dropout 0.5: the random state must travel
-    _, expected = run_full(config)
-    job = prepare_job(config, folder / "job")  # the SuperNodes' partition files, rewritten
-    result = dep.run(job, result_file=folder / "result.pt", run_timeout=300, message_timeout=120)
+def _assert_same_run(result, expected):
     assert result.selected_round == expected.selected_round
     for key, value in expected.metrics.items():
         assert result.metrics[key] == pytest.approx(value, abs=1e-6, nan_ok=True)
@@ -119,6 +103,42 @@ def test_on_superlink_and_two_supernodes_the_numbers_are_the_in_process_ones(dep
     assert wire.upload_tensor_bytes.sum() == ledger[ledger.receiver == "server"].nbytes.sum()
     assert (wire.download_array_bytes >= wire.download_tensor_bytes).all()
     assert (wire.upload_wire_bytes > wire.upload_tensor_bytes).all()
+
+
+def test_ci_check_superlink_and_two_supernodes_run_two_rounds_of_fedavg_and_stop(tmp_path):
+    """The issue's CI check: start a SuperLink and two SuperNodes (each with its long-lived ClientApp process)
+    on 127.0.0.1, run two rounds of FedAvg, compare with the in-process engine, stop every process."""
+    started = time.perf_counter()
+    config = {**BASE, "algorithm": "fedavg", "local_epochs": 2}  # dropout 0.5: the random state must travel
+    _, expected = run_full(config)
+    job = prepare_job(config, tmp_path / "job")
+    with LocalDeployment(tmp_path / "deployment", job.partition_files, start_timeout=60) as dep:
+        assert sorted(dep.workers) == [0, 1]
+        result = dep.run(job, result_file=tmp_path / "result.pt", run_timeout=300, message_timeout=120)
+    _assert_same_run(result, expected)
+    assert dep.processes == [] and all(p.popen.poll() is not None for p in [dep.superlink, *dep.supernodes.values(),
+                                                                          *dep.workers.values()])
+    print(f"CI check: {time.perf_counter() - started:.1f} s in all, {result.extras['flower_seconds']:.1f} s of rounds")
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("flower")
+    # each test writes its job's files here (prepare_job) before it runs; a SuperNode opens its file per message
+    partitions = {cid: folder / "job" / f"client{cid}.pt" for cid in range(BASE["num_clients"])}
+    with LocalDeployment(folder / "deployment", partitions, start_timeout=60) as dep:
+        yield dep, folder
+    for process in dep.processes:
+        assert process.popen.poll() is not None
+
+
+def test_fedspray_on_superlink_and_two_supernodes_gives_the_in_process_numbers(deployment):
+    dep, folder = deployment
+    config = {**BASE, "algorithm": "fedspray", "local_epochs": 2}
+    _, expected = run_full(config)
+    job = prepare_job(config, folder / "job")  # the SuperNodes' partition files, rewritten
+    result = dep.run(job, result_file=folder / "result.pt", run_timeout=300, message_timeout=120)
+    _assert_same_run(result, expected)
 
 
 def test_fglcore_masking_on_the_supernodes_gives_the_in_process_numbers(deployment):

@@ -16,10 +16,13 @@ in-process call              Flower message (type)            content (request -
 (start)                      ``query.describe``               -> the client's id, name and sample count
 ==========================  ===============================  ==================================================
 
-Under secure aggregation the ``train`` message asks for a masked update: the client masks it on its own
-machine (:meth:`Client.masked_update <fglcore.fl.engine.Client.masked_update>`, fglcore's pairwise masking)
-and the reply carries only ``ArrayRecord "masked"`` (one ``int64`` vector) with the names, dtypes and shapes
-of the parameters; the ServerApp's loop unmasks the sum as in-process.
+Under secure aggregation with Flower's SecAgg+ (the default; :mod:`fglcore.fl.flower.secaggplus`) the
+``train`` reply carries only the names, dtypes and shapes of the parameters: the client keeps its update, and
+the four ``train`` messages of ``SecAggPlusWorkflow`` that follow (setup, share keys, collect masked vectors,
+unmask) upload it quantised and masked. With ``secure-aggregation = "fglcore"`` the client masks it on its
+own machine (:meth:`Client.masked_update <fglcore.fl.engine.Client.masked_update>`, fglcore's pairwise
+masking) and the reply carries only ``ArrayRecord "masked"`` (one ``int64`` vector) with the names, dtypes
+and shapes; the ServerApp's loop unmasks the sum as in-process.
 
 So every message the channel records is one Flower message: a server payload becomes the ``payload`` record
 of the next message to that client, an upload the ``update`` record of the ``train`` reply, tensor for
@@ -37,10 +40,12 @@ client draws random numbers (e.g. dropout 0 and full-batch training), and differ
 ``evaluate`` message instead of at once; a client whose ``receive`` draws random numbers would change the
 order, and the ClientApp refuses it (:class:`~fglcore.fl.flower.job.FlowerUnsupported`).
 
-**Client side.** Each SuperNode's node config names its partition file (``partition-file``); the ClientApp
-process, which Flower starts afresh for every message, loads the client from it, or from the client's state
-file of the current run (``<state-dir>/<stem>.run<run id>.pt``, ``state-dir`` defaulting to the partition
-file's folder), runs the call and saves the client's state again.
+**Client side.** Each SuperNode's node config names its partition file (``partition-file``); for every
+message the ClientApp loads the client from it, or from the client's state file of the current run
+(``<state-dir>/<stem>.run<run id>.pt``, ``state-dir`` defaulting to the partition file's folder), runs the
+call and saves the client's state again. It keeps nothing in memory between messages, so it runs the same in
+Flower's default process per message and in one long-lived process per SuperNode
+(:mod:`fglcore.fl.flower.worker`).
 
 **Wire vs ledger.** :class:`FlowerLink` records, for every message, the tensor bytes (what the ledger counts:
 ``numel * element_size``), the bytes of its ``Array`` objects (NumPy ``.npy`` serialisation: a header of
