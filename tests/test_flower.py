@@ -112,13 +112,26 @@ def test_ci_check_superlink_and_two_supernodes_run_two_rounds_of_fedavg_and_stop
     config = {**BASE, "algorithm": "fedavg", "local_epochs": 2}  # dropout 0.5: the random state must travel
     _, expected = run_full(config)
     job = prepare_job(config, tmp_path / "job")
-    with LocalDeployment(tmp_path / "deployment", job.partition_files, start_timeout=60) as dep:
+    with LocalDeployment(tmp_path / "deployment", job.partition_files, start_timeout=60, early_run=True) as dep:
         assert sorted(dep.workers) == [0, 1]
         result = dep.run(job, result_file=tmp_path / "result.pt", run_timeout=300, message_timeout=120)
     _assert_same_run(result, expected)
     assert dep.processes == [] and all(p.popen.poll() is not None for p in [dep.superlink, *dep.supernodes.values(),
                                                                           *dep.workers.values()])
     print(f"CI check: {time.perf_counter() - started:.1f} s in all, {result.extras['flower_seconds']:.1f} s of rounds")
+
+
+def test_on_flowers_simulation_engine_the_numbers_are_the_in_process_ones(tmp_path):
+    """Flower's simulation engine (Ray actors as virtual SuperNodes): the same apps, the same numbers. Needs
+    ``flwr[simulation]`` (Ray), which the ``flower`` extra does not install."""
+    pytest.importorskip("ray")
+    from fglcore.fl.flower.simulation import run_in_simulation
+
+    config = {**BASE, "algorithm": "fedavg", "local_epochs": 2}
+    _, expected = run_full(config)
+    result, job, seconds = run_in_simulation(config, tmp_path, num_cpus=2, message_timeout=120)
+    _assert_same_run(result, expected)
+    print(f"simulation engine: {seconds:.1f} s, {result.extras['flower_seconds']:.1f} s of rounds")
 
 
 @pytest.fixture(scope="module")

@@ -130,10 +130,14 @@ class LocalDeployment:
         warm: one long-lived ClientApp process per SuperNode, serving every message of every run (the
             SuperNode in ``--isolation process`` and :mod:`fglcore.fl.flower.worker` beside it); ``False``:
             Flower's default, a fresh ``flwr-clientapp`` process per message (``--isolation subprocess``).
+        early_run: :meth:`start` returns once the SuperLink listens, and :meth:`run` starts ``flwr run`` (whose
+            ServerApp waits up to ``connect_timeout`` for the SuperNodes) while the SuperNodes and workers are
+            still starting, then waits for them as :meth:`start` would (:meth:`wait_started`): the start-up of
+            the ``flwr`` command and the ServerApp overlaps theirs.
     """
 
     def __init__(self, folder: str | os.PathLike[str], partition_files: Mapping[int, str | os.PathLike[str]], *,
-                 start_timeout: float = 60.0, grace: float = 5.0, warm: bool = True):
+                 start_timeout: float = 60.0, grace: float = 5.0, warm: bool = True, early_run: bool = False):
         self.folder = Path(folder).resolve()
         self.partition_files = {int(k): Path(v).resolve() for k, v in partition_files.items()}
         for path in self.partition_files.values():
@@ -146,6 +150,8 @@ class LocalDeployment:
         self.supernodes: dict[int, _Process] = {}
         self.workers: dict[int, _Process] = {}
         self.warm = bool(warm)
+        self.early_run = bool(early_run)
+        self.starting: tuple[float, list[_Process]] | None = None
         self.superlink: _Process | None = None
 
     # -- environment and processes ---------------------------------------------------------------
@@ -202,7 +208,8 @@ class LocalDeployment:
 
     def start(self) -> "LocalDeployment":
         """Start the SuperLink; then every SuperNode (and, ``warm``, its ClientApp worker) at once, and wait
-        until each listens (a worker: is ready), all within ``start_timeout`` seconds."""
+        until each listens (a worker: is ready), all within ``start_timeout`` seconds (``early_run``: only
+        the SuperLink; :meth:`run` waits for the others)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         try:
             port = free_port()
@@ -227,14 +234,28 @@ class LocalDeployment:
                         sys.executable, "-m", "fglcore.fl.flower.worker", "--insecure",
                         "--runtime-api-address", f"127.0.0.1:{node_port}",
                         "--parent-pid", str(self.supernodes[cid].popen.pid)], f"home-client{cid}", 0)
-            deadline = time.monotonic() + self.start_timeout
-            for process in self.processes[1:]:
-                self._wait(process, deadline)
-            self._check_alive(self.processes[1:])
+            self.starting = (time.monotonic() + self.start_timeout, self.processes[1:])
+            if not self.early_run:
+                self.wait_started()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def wait_started(self) -> None:
+        """Wait until every SuperNode listens and every ClientApp worker is ready (within ``start_timeout``
+        of :meth:`start`); a :class:`DeploymentError` quoting its log if one exits or does not in time."""
+        if self.starting is None:
+            return
+        deadline, processes = self.starting
+        try:
+            for process in processes:
+                self._wait(process, deadline)
+            self._check_alive(processes)
+        except BaseException:
+            self.stop()
+            raise
+        self.starting = None
 
     def _signal(self, process: _Process, sig: int) -> None:
         try:
@@ -266,6 +287,7 @@ class LocalDeployment:
             except subprocess.TimeoutExpired:
                 pass
         self.processes.clear()
+        self.starting = None
 
     def __enter__(self) -> "LocalDeployment":
         return self.start()
@@ -328,6 +350,12 @@ class LocalDeployment:
             popen = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=self.env("home-cli"),
                                      cwd=self.folder, start_new_session=True)
             cli = _Process("flwr run", popen, log, 0)
+            try:
+                self.wait_started()
+            except BaseException:
+                self._signal(cli, signal.SIGKILL)
+                popen.wait()
+                raise
             try:
                 popen.wait(timeout=run_timeout)
             except subprocess.TimeoutExpired:
@@ -409,7 +437,7 @@ def run_on_flower(config: ExperimentConfig | Mapping[str, Any], folder: str | os
     job = prepare_job(config, folder / "job")
     started = time.perf_counter()
     with LocalDeployment(folder / "deployment", job.partition_files, start_timeout=start_timeout,
-                         warm=warm) as deployment:
+                         warm=warm, early_run=True) as deployment:
         result = deployment.run(job, result_file=folder / "result.pt", run_timeout=run_timeout,
                                 connect_timeout=connect_timeout, message_timeout=message_timeout,
                                 parallel=parallel, secure_aggregation=secure_aggregation,
