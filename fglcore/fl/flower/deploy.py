@@ -130,6 +130,7 @@ class LocalDeployment:
         warm: one long-lived ClientApp process per SuperNode, serving every message of every run (the
             SuperNode in ``--isolation process`` and :mod:`fglcore.fl.flower.worker` beside it); ``False``:
             Flower's default, a fresh ``flwr-clientapp`` process per message (``--isolation subprocess``).
+            A worker stays resident with torch and fglcore loaded (about 410 MB each on CPU).
         early_run: :meth:`start` returns once the SuperLink listens, and :meth:`run` starts ``flwr run`` (whose
             ServerApp waits up to ``connect_timeout`` for the SuperNodes) while the SuperNodes and workers are
             still starting, then waits for them as :meth:`start` would (:meth:`wait_started`): the start-up of
