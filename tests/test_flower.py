@@ -22,7 +22,7 @@ from fglcore.experiment import run_full  # noqa: E402
 from fglcore.fl.checkpoint import rng_state  # noqa: E402
 from fglcore.fl.flower.apps import (ClientLost, decode_rng, encode_rng, record_tensors,  # noqa: E402
                                     tensor_record)
-from fglcore.fl.flower.deploy import LocalDeployment  # noqa: E402
+from fglcore.fl.flower.deploy import DeploymentError, LocalDeployment  # noqa: E402
 from fglcore.fl.flower.job import FlowerUnsupported, prepare_job  # noqa: E402
 
 BASE = {"dataset": "Cora", "num_clients": 2, "rounds": 2, "local_epochs": 1, "hidden": 16, "device": "cpu",
@@ -132,6 +132,22 @@ def test_on_flowers_simulation_engine_the_numbers_are_the_in_process_ones(tmp_pa
     result, job, seconds = run_in_simulation(config, tmp_path, num_cpus=2, message_timeout=120)
     _assert_same_run(result, expected)
     print(f"simulation engine: {seconds:.1f} s, {result.extras['flower_seconds']:.1f} s of rounds")
+
+
+@pytest.mark.parametrize("early_run", [False, True])
+def test_a_clientapp_worker_that_fails_to_start_is_a_clear_error_and_leaves_no_process(tmp_path, monkeypatch,
+                                                                                       early_run):
+    import sys
+
+    job = prepare_job(BASE, tmp_path / "job")
+    monkeypatch.setattr(LocalDeployment, "worker_command", [sys.executable, "-c", "import sys; sys.exit(3)"])
+    dep = LocalDeployment(tmp_path / "deployment", job.partition_files, start_timeout=60, grace=2,
+                          early_run=early_run)
+    with pytest.raises(DeploymentError, match=r"worker-client0 exited with status 3 while starting"):
+        dep.start()
+        dep.run(job, run_timeout=60)  # early_run: start returned with the SuperLink up; run reports the worker
+    assert dep.processes == [] and dep.superlink.popen.poll() is not None
+    assert all(p.popen.poll() is not None for p in [*dep.supernodes.values(), *dep.workers.values()])
 
 
 @pytest.fixture(scope="module")

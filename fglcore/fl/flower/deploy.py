@@ -137,6 +137,8 @@ class LocalDeployment:
             the ``flwr`` command and the ServerApp overlaps theirs.
     """
 
+    worker_command = [sys.executable, "-m", "fglcore.fl.flower.worker"]  # + its arguments
+
     def __init__(self, folder: str | os.PathLike[str], partition_files: Mapping[int, str | os.PathLike[str]], *,
                  start_timeout: float = 60.0, grace: float = 5.0, warm: bool = True, early_run: bool = False):
         self.folder = Path(folder).resolve()
@@ -232,7 +234,7 @@ class LocalDeployment:
                     "--node-config", f'partition-file="{partition}"'], f"home-client{cid}", node_port)
                 if self.warm:
                     self.workers[cid] = self._launch(f"worker-client{cid}", [
-                        sys.executable, "-m", "fglcore.fl.flower.worker", "--insecure",
+                        *self.worker_command, "--insecure",
                         "--runtime-api-address", f"127.0.0.1:{node_port}",
                         "--parent-pid", str(self.supernodes[cid].popen.pid)], f"home-client{cid}", 0)
             self.starting = (time.monotonic() + self.start_timeout, self.processes[1:])
