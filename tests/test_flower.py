@@ -1,9 +1,10 @@
 """fglcore on Flower: records, the checks of what Flower can carry, and a real SuperLink with two SuperNodes.
 
-The deployment tests start Flower's own processes on 127.0.0.1 (``fglcore.fl.flower.deploy``). Flower 1.42
-starts a fresh ``flwr-clientapp`` process for every message, which imports torch and fglcore, and a SuperNode
-polls its SuperLink every 3 s when idle: each message costs seconds, so the runs are as short as the checks
-allow (2 clients, 2 rounds, one evaluation).
+The deployment tests start Flower's own processes on 127.0.0.1 (``fglcore.fl.flower.deploy``), each
+SuperNode with one long-lived ClientApp process (``fglcore.fl.flower.worker``; Flower's default would start a
+``flwr-clientapp`` process, importing torch and fglcore, for every message). An idle SuperNode still polls its
+SuperLink every 3 s, so each message costs seconds and the runs are as short as the checks allow (2 clients,
+2 rounds, one evaluation).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from fglcore.experiment import run_full  # noqa: E402
 from fglcore.fl.checkpoint import rng_state  # noqa: E402
 from fglcore.fl.flower.apps import (ClientLost, decode_rng, encode_rng, record_tensors,  # noqa: E402
                                     tensor_record)
-from fglcore.fl.flower.deploy import LocalDeployment  # noqa: E402
+from fglcore.fl.flower.deploy import DeploymentError, LocalDeployment  # noqa: E402
 from fglcore.fl.flower.job import FlowerUnsupported, prepare_job  # noqa: E402
 
 BASE = {"dataset": "Cora", "num_clients": 2, "rounds": 2, "local_epochs": 1, "hidden": 16, "device": "cpu",
@@ -89,24 +90,7 @@ def test_a_failed_start_is_a_clear_error_within_the_timeout_and_leaves_no_proces
     assert dep.processes == []
 
 
-@pytest.fixture(scope="module")
-def deployment(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("flower")
-    # each test writes its job's files here (prepare_job) before it runs; a SuperNode opens its file per message
-    partitions = {cid: folder / "job" / f"client{cid}.pt" for cid in range(BASE["num_clients"])}
-    with LocalDeployment(folder / "deployment", partitions, start_timeout=60) as dep:
-        yield dep, folder
-    for process in dep.processes:
-        assert process.popen.poll() is not None
-
-
-@pytest.mark.parametrize("algorithm", ["fedavg", "fedspray"])
-def test_on_superlink_and_two_supernodes_the_numbers_are_the_in_process_ones(deployment, algorithm):
-    dep, folder = deployment
-    config = {**BASE, "algorithm": algorithm, "local_epochs": 2}  # dropout 0.5: the random state must travel
-    _, expected = run_full(config)
-    job = prepare_job(config, folder / "job")  # the SuperNodes' partition files, rewritten
-    result = dep.run(job, result_file=folder / "result.pt", run_timeout=300, message_timeout=120)
+def _assert_same_run(result, expected):
     assert result.selected_round == expected.selected_round
     for key, value in expected.metrics.items():
         assert result.metrics[key] == pytest.approx(value, abs=1e-6, nan_ok=True)
@@ -121,12 +105,78 @@ def test_on_superlink_and_two_supernodes_the_numbers_are_the_in_process_ones(dep
     assert (wire.upload_wire_bytes > wire.upload_tensor_bytes).all()
 
 
-def test_secure_aggregation_masks_on_the_supernodes_and_gives_the_in_process_numbers(deployment):
+def test_ci_check_superlink_and_two_supernodes_run_two_rounds_of_fedavg_and_stop(tmp_path):
+    """The issue's CI check: start a SuperLink and two SuperNodes (each with its long-lived ClientApp process)
+    on 127.0.0.1, run two rounds of FedAvg, compare with the in-process engine, stop every process."""
+    started = time.perf_counter()
+    config = {**BASE, "algorithm": "fedavg", "local_epochs": 2}  # dropout 0.5: the random state must travel
+    _, expected = run_full(config)
+    job = prepare_job(config, tmp_path / "job")
+    with LocalDeployment(tmp_path / "deployment", job.partition_files, start_timeout=60, early_run=True) as dep:
+        assert sorted(dep.workers) == [0, 1]
+        result = dep.run(job, result_file=tmp_path / "result.pt", run_timeout=300, message_timeout=120)
+    _assert_same_run(result, expected)
+    assert dep.processes == [] and all(p.popen.poll() is not None for p in [dep.superlink, *dep.supernodes.values(),
+                                                                          *dep.workers.values()])
+    print(f"CI check: {time.perf_counter() - started:.1f} s in all, {result.extras['flower_seconds']:.1f} s of rounds")
+
+
+def test_on_flowers_simulation_engine_the_numbers_are_the_in_process_ones(tmp_path):
+    """Flower's simulation engine (Ray actors as virtual SuperNodes): the same apps, the same numbers. Needs
+    ``flwr[simulation]`` (Ray), which the ``flower`` extra does not install."""
+    pytest.importorskip("ray")
+    from fglcore.fl.flower.simulation import run_in_simulation
+
+    config = {**BASE, "algorithm": "fedavg", "local_epochs": 2}
+    _, expected = run_full(config)
+    result, job, seconds = run_in_simulation(config, tmp_path, num_cpus=2, message_timeout=120)
+    _assert_same_run(result, expected)
+    print(f"simulation engine: {seconds:.1f} s, {result.extras['flower_seconds']:.1f} s of rounds")
+
+
+@pytest.mark.parametrize("early_run", [False, True])
+def test_a_clientapp_worker_that_fails_to_start_is_a_clear_error_and_leaves_no_process(tmp_path, monkeypatch,
+                                                                                       early_run):
+    import sys
+
+    job = prepare_job(BASE, tmp_path / "job")
+    monkeypatch.setattr(LocalDeployment, "worker_command", [sys.executable, "-c", "import sys; sys.exit(3)"])
+    dep = LocalDeployment(tmp_path / "deployment", job.partition_files, start_timeout=60, grace=2,
+                          early_run=early_run)
+    with pytest.raises(DeploymentError, match=r"worker-client0 exited with status 3 while starting"):
+        dep.start()
+        dep.run(job, run_timeout=60)  # early_run: start returned with the SuperLink up; run reports the worker
+    assert dep.processes == [] and dep.superlink.popen.poll() is not None
+    assert all(p.popen.poll() is not None for p in [*dep.supernodes.values(), *dep.workers.values()])
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("flower")
+    # each test writes its job's files here (prepare_job) before it runs; a SuperNode opens its file per message
+    partitions = {cid: folder / "job" / f"client{cid}.pt" for cid in range(BASE["num_clients"])}
+    with LocalDeployment(folder / "deployment", partitions, start_timeout=60) as dep:
+        yield dep, folder
+    for process in dep.processes:
+        assert process.popen.poll() is not None
+
+
+def test_fedspray_on_superlink_and_two_supernodes_gives_the_in_process_numbers(deployment):
+    dep, folder = deployment
+    config = {**BASE, "algorithm": "fedspray", "local_epochs": 2}
+    _, expected = run_full(config)
+    job = prepare_job(config, folder / "job")  # the SuperNodes' partition files, rewritten
+    result = dep.run(job, result_file=folder / "result.pt", run_timeout=300, message_timeout=120)
+    _assert_same_run(result, expected)
+
+
+def test_fglcore_masking_on_the_supernodes_gives_the_in_process_numbers(deployment):
     dep, folder = deployment
     config = {**BASE, "secure_aggregation": True}
     _, expected = run_full(config)
     job = prepare_job(config, folder / "job")
-    result = dep.run(job, result_file=folder / "secure.pt", run_timeout=300, message_timeout=120)
+    result = dep.run(job, result_file=folder / "secure.pt", run_timeout=300, message_timeout=120,
+                     secure_aggregation="fglcore")
     assert result.history == expected.history
     pd.testing.assert_frame_equal(result.ledger.to_frame(), expected.ledger.to_frame())
     assert result.ledger.names(sender="clients") == {"masked_update"}
@@ -134,6 +184,56 @@ def test_secure_aggregation_masks_on_the_supernodes_and_gives_the_in_process_num
     trains = wire[wire.kind == "train"]
     # only the masked int64 vectors crossed Flower from the clients: as many bytes as the ledger's uploads
     assert trains.upload_tensor_bytes.sum() == expected.ledger.total_bytes(receiver="server")
+
+
+def test_flowers_secaggplus_gives_our_weighted_mean_to_its_quantisation_bound(deployment, monkeypatch):
+    from fglcore.fl.engine import Client
+    from fglcore.fl.flower.secaggplus import DEFAULTS, error_bound
+    from fglcore.fl.secure import SecureAggregator
+
+    dep, folder = deployment
+    config = {**BASE, "secure_aggregation": True}
+    updates, sums = {}, {}  # in-process: each client's update and the unmasked sum, by round
+    masked_update, unmask_sum = Client.masked_update, SecureAggregator.unmask_sum
+
+    def record_update(self, update, secure, round):
+        updates.setdefault(round, []).append(
+            (self.num_samples, torch.cat([v.detach().double().flatten() for v in update.values()])))
+        return masked_update(self, update, secure, round)
+
+    def record_sum(self, masked, round, client_ids=None):
+        sums[round] = unmask_sum(self, masked, round, client_ids)
+        return sums[round]
+
+    monkeypatch.setattr(Client, "masked_update", record_update)
+    monkeypatch.setattr(SecureAggregator, "unmask_sum", record_sum)
+    _, expected = run_full(config)
+    job = prepare_job(config, folder / "job")
+    result = dep.run(job, result_file=folder / "secaggplus.pt", run_timeout=300, message_timeout=120)
+    flower = {entry["round"]: entry["mean"] for entry in result.extras["flower_secaggplus"]}
+    assert sorted(flower) == [1, 2] and [e["clients"] for e in result.extras["flower_secaggplus"]] == [[0, 1]] * 2
+    # Round 1 starts from the same model and random state: the clients' updates are the in-process ones, so
+    # SecAgg+'s mean differs from ours by its quantisation bound at most (plus fglcore's fixed point, 2**-25
+    # per client on n_k * x_k).
+    ours = sums[1][:-1] / sums[1][-1]
+    counts = [n for n, _ in updates[1]]
+    exact = sum(n * x for n, x in updates[1]) / sum(counts)
+    spread = max(float((x - exact).abs().max()) for _, x in updates[1])
+    bound = error_bound(counts, spread, clipping_range=DEFAULTS["clipping_range"],
+                        quantization_range=DEFAULTS["quantization_range"]) + len(counts) * 2**-25 / sum(counts)
+    gap = float((flower[1] - ours).abs().max())
+    assert 0 < gap <= bound  # quantised (not fglcore's masking), and within the bound
+    assert bound < 1e-5
+    # what crossed Flower: four SecAgg+ messages per client and round; each masked vector is one int64 per
+    # parameter plus the weight, as many bytes as fglcore's masked upload, so the ledgers agree
+    wire = pd.DataFrame(result.extras["flower_wire"])
+    stages = wire[wire.kind.str.startswith("secaggplus.")]
+    assert stages.groupby(["round", "client"]).size().eq(4).all() and len(stages) == 16
+    pd.testing.assert_frame_equal(result.ledger.to_frame(), expected.ledger.to_frame())
+    assert stages.upload_tensor_bytes.sum() == expected.ledger.total_bytes(receiver="server")
+    assert result.history[-1]["round"] == expected.history[-1]["round"]
+    for key, value in expected.history[-1].items():  # round 2 starts from a model 1e-6 away: close, not equal
+        assert result.history[-1][key] == pytest.approx(value, abs=1e-2, nan_ok=True)
 
 
 def test_parallel_schedule_sends_a_round_to_every_client_at_once(deployment):

@@ -83,8 +83,8 @@ print(f"in-process: {in_process_seconds:.1f} s, round {local_run.selected_round}
 # ## 2. On Flower
 #
 # `run_on_flower` writes one file per client (its model, optimizer and subgraph, nothing of the others) and
-# the server's file, starts a SuperLink and one SuperNode per client, each pointed at its own file, runs the
-# app with `flwr run`, and stops every process it started.
+# the server's file, starts a SuperLink and one SuperNode per client, each pointed at its own file and served
+# by one long-lived ClientApp process, runs the app with `flwr run`, and stops every process it started.
 #
 # Two things make the numbers the same. In-process, all clients draw from one global random stream (dropout)
 # in the loop's order, so each Flower message carries the global random state and each reply brings it back;
@@ -128,9 +128,12 @@ assert (wire["tensor_download"] == wire["ledger_download"]).all() and (wire["ten
 # %% [markdown]
 # ## 4. Where the time goes
 #
-# Flower 1.42 starts a fresh ClientApp process for every message (it imports torch and fglcore, loads the
-# client's saved state, runs the call and saves it again), and an idle SuperNode asks the SuperLink for work
-# every 3 seconds. On a small graph each message therefore costs seconds whatever its size:
+# By default Flower 1.42 starts a fresh ClientApp process for every message, which imports torch and fglcore
+# (seconds each). Here each SuperNode runs in Flower's `process` isolation mode with one long-lived ClientApp
+# process beside it (`fglcore.fl.flower.worker`), which imports them once and serves every message (it still
+# loads the client's saved state, runs the call and saves it again). What remains is Flower's own pace: an idle
+# SuperNode asks the SuperLink for work every 3 seconds, so on a small graph each message still costs about
+# that much whatever its size (`run_on_flower(..., warm=False)` shows Flower's default):
 
 # %%
 messages = on_flower.wire()
@@ -145,5 +148,7 @@ print(f"per round: {in_process_seconds / rounds:.2f} s in-process, "
 # Any algorithm whose run is its round loop and whose clients talk only through the server's payloads and
 # their updates: FedAvg, FedProx, FedSpray (Algorithm 1), FedStar and most baselines. An algorithm with a loop
 # of its own (O-pFGL, FED-PUB, GCFL, ...) or messages sent before the first round is refused with the reason
-# (`FlowerUnsupported`). With `secure_aggregation`, each client masks its update on its own SuperNode and only
-# the masked vector crosses Flower.
+# (`FlowerUnsupported`). With `secure_aggregation`, Flower's own SecAgg+ runs on the SuperNodes (key
+# agreement, secret-shared masks, dropout recovery): the server only sees masked, quantised vectors and their
+# weighted mean, which equals fglcore's to the quantisation bound (about 4e-6 per entry with Flower's
+# defaults); `secure_aggregation="fglcore"` keeps fglcore's masking, bit for bit as in-process.

@@ -10,9 +10,14 @@ the ServerApp: no algorithm is rewritten.
   which message or step it lacks), and writes one partition file per client and the server's job file.
 * :mod:`fglcore.fl.flower.apps`: the ``ClientApp`` and ``ServerApp`` and the records each channel message
   becomes (``ArrayRecord`` for tensors, ``ConfigRecord`` for rounds and random states).
-* :mod:`fglcore.fl.flower.deploy`: :class:`LocalDeployment` starts a SuperLink and one SuperNode per client as
-  separate OS processes on 127.0.0.1 with bounded timeouts, runs the app with ``flwr run``, and stops every
-  process it started; :func:`run_on_flower` is the whole round trip for one configuration.
+* :mod:`fglcore.fl.flower.secaggplus`: secure aggregation with Flower's SecAgg+ (``SecAggPlusWorkflow`` on
+  the ServerApp, ``secaggplus_mod`` on the SuperNodes), and its error bound against fglcore's exact mean.
+* :mod:`fglcore.fl.flower.worker`: one long-lived ClientApp process per SuperNode (Flower's ``process``
+  isolation mode) instead of Flower's default process per message.
+* :mod:`fglcore.fl.flower.deploy`: :class:`LocalDeployment` starts a SuperLink and one SuperNode (with its
+  ClientApp worker) per client as separate OS processes on 127.0.0.1 with bounded timeouts, runs the app with
+  ``flwr run``, and stops every process it started; :func:`run_on_flower` is the whole round trip for one
+  configuration.
 
 Install the optional dependency with ``pip install "fglcore[flower]"`` (``flwr``).
 """

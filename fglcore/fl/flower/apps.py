@@ -16,10 +16,13 @@ in-process call              Flower message (type)            content (request -
 (start)                      ``query.describe``               -> the client's id, name and sample count
 ==========================  ===============================  ==================================================
 
-Under secure aggregation the ``train`` message asks for a masked update: the client masks it on its own
-machine (:meth:`Client.masked_update <fglcore.fl.engine.Client.masked_update>`, fglcore's pairwise masking)
-and the reply carries only ``ArrayRecord "masked"`` (one ``int64`` vector) with the names, dtypes and shapes
-of the parameters; the ServerApp's loop unmasks the sum as in-process.
+Under secure aggregation with Flower's SecAgg+ (the default; :mod:`fglcore.fl.flower.secaggplus`) the
+``train`` reply carries only the names, dtypes and shapes of the parameters: the client keeps its update, and
+the four ``train`` messages of ``SecAggPlusWorkflow`` that follow (setup, share keys, collect masked vectors,
+unmask) upload it quantised and masked. With ``secure-aggregation = "fglcore"`` the client masks it on its
+own machine (:meth:`Client.masked_update <fglcore.fl.engine.Client.masked_update>`, fglcore's pairwise
+masking) and the reply carries only ``ArrayRecord "masked"`` (one ``int64`` vector) with the names, dtypes
+and shapes; the ServerApp's loop unmasks the sum as in-process.
 
 So every message the channel records is one Flower message: a server payload becomes the ``payload`` record
 of the next message to that client, an upload the ``update`` record of the ``train`` reply, tensor for
@@ -37,10 +40,12 @@ client draws random numbers (e.g. dropout 0 and full-batch training), and differ
 ``evaluate`` message instead of at once; a client whose ``receive`` draws random numbers would change the
 order, and the ClientApp refuses it (:class:`~fglcore.fl.flower.job.FlowerUnsupported`).
 
-**Client side.** Each SuperNode's node config names its partition file (``partition-file``); the ClientApp
-process, which Flower starts afresh for every message, loads the client from it, or from the client's state
-file of the current run (``<state-dir>/<stem>.run<run id>.pt``, ``state-dir`` defaulting to the partition
-file's folder), runs the call and saves the client's state again.
+**Client side.** Each SuperNode's node config names its partition file (``partition-file``); for every
+message the ClientApp loads the client from it, or from the client's state file of the current run
+(``<state-dir>/<stem>.run<run id>.pt``, ``state-dir`` defaulting to the partition file's folder), runs the
+call and saves the client's state again. It keeps nothing in memory between messages, so it runs the same in
+Flower's default process per message and in one long-lived process per SuperNode
+(:mod:`fglcore.fl.flower.worker`).
 
 **Wire vs ledger.** :class:`FlowerLink` records, for every message, the tensor bytes (what the ledger counts:
 ``numel * element_size``), the bytes of its ``Array`` objects (NumPy ``.npy`` serialisation: a header of
@@ -70,6 +75,7 @@ from fglcore.fl.channel import Channel
 from fglcore.fl.checkpoint import rng_state, set_rng_state
 from fglcore.fl.engine import Client, Payload, run_rounds
 from fglcore.fl.flower.job import FlowerUnsupported, _save, load_file
+from fglcore.fl.flower.secaggplus import MODE as SECAGGPLUS, SecAggPlus, client_step, is_secaggplus
 from fglcore.metrics import Prediction
 
 PARTITION_KEY = "partition-file"
@@ -218,13 +224,26 @@ def describe(message: Message, context: Context) -> Message:
 def train(message: Message, context: Context) -> Message:
     content_in, state = _open(context)
     client, secure = content_in["client"], content_in.get("secure")
+    if is_secaggplus(message):  # one of SecAgg+'s four messages (fglcore.fl.flower.secaggplus)
+        reply, used = client_step(message, context, content_in.get("secagg_update"), int(client.num_samples),
+                                  int(content_in["rng_seed"]))
+        if used:  # the kept update has been uploaded, masked
+            _save({**content_in, "secagg_update": None}, state)
+        return reply
     _use_random_state(message, content_in)
     _take_payload(client, message)
     round = int(message.content["config"]["round"])
     update = client.fit(round)
     info: dict[str, Any] = {"num_samples": int(client.num_samples), "has_update": update is not None}
     content: dict[str, Any] = {}
-    if update is not None and message.content["config"].get("secure", False):
+    mode = str(message.content["config"].get("secagg", "fglcore"))
+    if update is not None and message.content["config"].get("secure", False) and mode == SECAGGPLUS:
+        content_in["secagg_update"] = update  # uploaded by SecAgg+'s "collect masked vectors" message
+        info["secaggplus"] = True
+        info["names"] = list(update)
+        info["dtypes"] = [str(v.dtype).removeprefix("torch.") for v in update.values()]
+        info["shapes"] = json.dumps([list(v.shape) for v in update.values()])
+    elif update is not None and message.content["config"].get("secure", False):
         if secure is None:
             raise ValueError("the server asks for a masked update but this partition file holds no secure "
                              "aggregator; write the files with secure_aggregation true")
@@ -274,9 +293,11 @@ class FlowerLink:
     """The ServerApp's end: sends one message at a time through the ``Grid`` and accounts for its bytes."""
 
     def __init__(self, grid: Grid, message_timeout: float, events: Path | None = None, secure: bool = False,
-                 parallel: bool = False):
+                 parallel: bool = False, secagg: str = "fglcore"):
         self.grid = grid
         self.secure = secure
+        self.secagg = secagg
+        self.errors: dict[int, list[str]] = {}
         self.parallel = parallel
         self.proxies: list[RemoteClient] = []
         self.batch: dict[tuple[str, int], dict[int, RecordDict]] = {}
@@ -307,6 +328,39 @@ class FlowerLink:
                 break
             time.sleep(self.poll)
         return replies
+
+    def exchange_logged(self, messages: list[Message], kind: str, round: int) -> list[Message]:
+        """Exchange ``messages`` (built by someone else, e.g. Flower's SecAgg+ workflow), account for their
+        bytes under ``kind`` and return the replies that arrived; errors are kept in :attr:`errors`."""
+        names = {proxy.node_id: proxy.name for proxy in self.proxies}
+        sizes = [wire_bytes(m) for m in messages]
+        started = time.perf_counter()
+        replies = self.exchange(messages)
+        seconds = time.perf_counter() - started
+        arrived = []
+        for message, sent in zip(messages, sizes):
+            reply = replies.get(message.metadata.message_id)
+            name = names.get(message.metadata.dst_node_id, str(message.metadata.dst_node_id))
+            if reply is None:
+                self._log(event="lost", client=name, kind=kind, round=round)
+                continue
+            if reply.has_error():
+                self.errors.setdefault(round, []).append(f"{name}: {reply.error.reason}")
+                self._log(event="error", client=name, kind=kind, round=round, error=reply.error.reason)
+            else:
+                upload = 0
+                if kind == "secaggplus.collect_masked_vectors":  # the masked vector: its arrays' data bytes
+                    from flwr.common import bytes_to_ndarray
+                    from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, Key
+                    upload = sum(bytes_to_ndarray(b).nbytes for b in
+                                 reply.content.config_records[RECORD_KEY_CONFIGS][Key.MASKED_PARAMETERS])
+                self.wire.append({"round": round, "client": name, "kind": kind, "seconds": seconds,
+                                  "download_tensor_bytes": 0, "download_array_bytes": 0, "download_wire_bytes": sent,
+                                  "upload_tensor_bytes": upload, "upload_array_bytes": 0,
+                                  "upload_wire_bytes": wire_bytes(reply)})
+                self._log(event="reply", client=name, kind=kind, round=round, seconds=seconds)
+            arrived.append(reply)
+        return arrived
 
     def connect(self, clients: Sequence[Mapping[str, Any]], timeout: float) -> list["RemoteClient"]:
         """Wait (at most ``timeout`` s) for one SuperNode per client, ask each whose data it holds, and return
@@ -415,6 +469,7 @@ class RemoteClient(Client):
         self.link = link
         self.node_id = node_id
         self.round = 0  # the last round this client trained (what its evaluation follows)
+        self.secagg_round = 0  # the last round whose update this client keeps for SecAgg+
         self.pending: tuple[Payload, int] | None = None
 
     def request(self, kind: str, round: int) -> dict[str, Any]:
@@ -428,6 +483,7 @@ class RemoteClient(Client):
             self.pending = None
         if kind == "train" and self.link.secure:
             config["secure"] = True
+            config["secagg"] = self.link.secagg
         content["config"] = ConfigRecord(config)
         return content
 
@@ -447,6 +503,11 @@ class RemoteClient(Client):
         self.num_samples = int(info["num_samples"])
         if not info["has_update"]:
             return None
+        if info.get("secaggplus", False):
+            self.secagg_round = round
+            self.masked = (list(info["names"]), None)
+            return {name: torch.empty(shape, dtype=getattr(torch, dtype), device="meta")
+                    for name, dtype, shape in zip(info["names"], info["dtypes"], json.loads(info["shapes"]))}
         if "masked" in reply:
             self.masked = (list(info["names"]), record_tensors(reply["masked"])["masked_update"])
             return {name: torch.empty(shape, dtype=getattr(torch, dtype), device="meta")
@@ -457,6 +518,12 @@ class RemoteClient(Client):
 
     def masked_update(self, update: Payload, secure: Any, round: int) -> Tensor:
         names, vector = self.masked
+        if isinstance(secure, SecAggPlus):  # the first client asked runs SecAgg+ for every client of the round
+            if list(update) != names:
+                raise FlowerUnsupported(f"secure aggregation: {self.name} uploads its parameters in the order "
+                                        f"{names}, the server sums in the order {list(update)}; SecAgg+ sums "
+                                        "arrays position by position, so every client must use the same order")
+            return secure.masked_vector(self, round)
         if list(update) != names:
             raise FlowerUnsupported(f"secure aggregation: {self.name} masked its update in the order {names}, the "
                                     f"server sums in the order {list(update)}; on Flower every client must upload "
@@ -488,12 +555,21 @@ def main(grid: Grid, context: Context) -> None:
         runtime.set_threads()
         runtime.set_flush_denormal()
         secure = job.get("secure")
+        secagg = str(config.get("secure-aggregation", SECAGGPLUS))
+        if secagg not in (SECAGGPLUS, "fglcore"):
+            raise ValueError(f"run config secure-aggregation: {secagg!r} is not one of 'secaggplus' (Flower's "
+                             "SecAgg+), 'fglcore' (fglcore's masking on the SuperNodes)")
         link = FlowerLink(grid, float(config.get("message-timeout", 300)), events, secure=secure is not None,
-                          parallel=bool(config.get("parallel", False)))
+                          parallel=bool(config.get("parallel", False)), secagg=secagg)
         proxies = link.connect(job["clients"], float(config.get("connect-timeout", 60)))
+        if secure is not None and secagg == SECAGGPLUS:
+            secure = SecAggPlus(link, {key.removeprefix("secaggplus-").replace("-", "_"): config[key]
+                                       for key in config if str(key).startswith("secaggplus-")})
         set_rng_state(job["rng"])
         started = time.perf_counter()
         result = run_rounds(job["server"], proxies, Channel(), **job["loop"], secure=secure)
+        if isinstance(secure, SecAggPlus):
+            result.extras["flower_secaggplus"] = secure.means
         result.extras["flower_seconds"] = time.perf_counter() - started
         result.extras["flower_wire"] = link.wire
         result.extras["flower_run_id"] = context.run_id

@@ -37,6 +37,7 @@ from fglcore.config import ExperimentConfig
 from fglcore.fl.engine import RunResult
 from fglcore.fl.flower.apps import ClientLost
 from fglcore.fl.flower.job import Job, prepare_job
+from fglcore.fl.flower.worker import READY
 
 APP_NAME = "fglcore-flower"
 APP_PYPROJECT = """[build-system]
@@ -66,6 +67,12 @@ result-file = ""
 connect-timeout = 60.0
 message-timeout = 300.0
 parallel = false
+secure-aggregation = "secaggplus"
+secaggplus-clipping-range = 8.0
+secaggplus-quantization-range = 4194304
+secaggplus-modulus-range = 4294967296
+secaggplus-num-shares = 1.0
+secaggplus-reconstruction-threshold = 0.5
 """
 APP_README = ("The fglcore Flower app: its components live in the installed fglcore package "
               "(fglcore.fl.flower.apps); this folder only names them for `flwr run`.\n")
@@ -120,10 +127,20 @@ class LocalDeployment:
         partition_files: client id -> partition file (:func:`~fglcore.fl.flower.job.prepare_job`).
         start_timeout: seconds each process may take to listen.
         grace: seconds between SIGTERM and SIGKILL when stopping.
+        warm: one long-lived ClientApp process per SuperNode, serving every message of every run (the
+            SuperNode in ``--isolation process`` and :mod:`fglcore.fl.flower.worker` beside it); ``False``:
+            Flower's default, a fresh ``flwr-clientapp`` process per message (``--isolation subprocess``).
+            A worker stays resident with torch and fglcore loaded (about 410 MB each on CPU).
+        early_run: :meth:`start` returns once the SuperLink listens, and :meth:`run` starts ``flwr run`` (whose
+            ServerApp waits up to ``connect_timeout`` for the SuperNodes) while the SuperNodes and workers are
+            still starting, then waits for them as :meth:`start` would (:meth:`wait_started`): the start-up of
+            the ``flwr`` command and the ServerApp overlaps theirs.
     """
 
+    worker_command = [sys.executable, "-m", "fglcore.fl.flower.worker"]  # + its arguments
+
     def __init__(self, folder: str | os.PathLike[str], partition_files: Mapping[int, str | os.PathLike[str]], *,
-                 start_timeout: float = 60.0, grace: float = 5.0):
+                 start_timeout: float = 60.0, grace: float = 5.0, warm: bool = True, early_run: bool = False):
         self.folder = Path(folder).resolve()
         self.partition_files = {int(k): Path(v).resolve() for k, v in partition_files.items()}
         for path in self.partition_files.values():
@@ -134,6 +151,10 @@ class LocalDeployment:
         self.grace = float(grace)
         self.processes: list[_Process] = []
         self.supernodes: dict[int, _Process] = {}
+        self.workers: dict[int, _Process] = {}
+        self.warm = bool(warm)
+        self.early_run = bool(early_run)
+        self.starting: tuple[float, list[_Process]] | None = None
         self.superlink: _Process | None = None
 
     # -- environment and processes ---------------------------------------------------------------
@@ -159,43 +180,85 @@ class LocalDeployment:
                                   "pip install 'fglcore[flower]' (flwr)")
         return str(path)
 
-    def _start(self, name: str, command: list[str], home: str, port: int) -> _Process:
+    def _launch(self, name: str, command: list[str], home: str, port: int) -> _Process:
         log = self.folder / f"{name}.log"
         with open(log, "wb") as handle:
             popen = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=self.env(home),
                                      cwd=self.folder, start_new_session=True)
         process = _Process(name, popen, log, port)
         self.processes.append(process)
-        deadline = time.monotonic() + self.start_timeout
-        while not _listening(port):
+        return process
+
+    def _wait(self, process: _Process, deadline: float) -> None:
+        """Until ``process`` listens on its port (a ClientApp worker: says it is ready); a clear error if it
+        exits or ``deadline`` passes first."""
+        name, popen, log = process.name, process.popen, process.log
+        ready = (lambda: _listening(process.port)) if process.port else (lambda: READY in _tail(log, 50))
+        while not ready():
             if popen.poll() is not None:
                 raise DeploymentError(f"{name} exited with status {popen.returncode} while starting:\n{_tail(log)}")
             if time.monotonic() > deadline:
-                raise DeploymentError(f"{name} did not listen on 127.0.0.1:{port} within {self.start_timeout:g} s:"
-                                      f"\n{_tail(log)}")
+                what = f"listen on 127.0.0.1:{process.port}" if process.port else f"say {READY!r}"
+                raise DeploymentError(f"{name} did not {what} within {self.start_timeout:g} s:\n{_tail(log)}")
             time.sleep(0.1)
+
+    def _check_alive(self, processes: list[_Process]) -> None:
         time.sleep(0.3)  # a process that found its port taken by another exits right after
-        if popen.poll() is not None:
-            raise DeploymentError(f"{name} exited with status {popen.returncode} while starting:\n{_tail(log)}")
-        return process
+        for process in processes:
+            if process.popen.poll() is not None:
+                raise DeploymentError(f"{process.name} exited with status {process.popen.returncode} while "
+                                      f"starting:\n{_tail(process.log)}")
 
     def start(self) -> "LocalDeployment":
+        """Start the SuperLink; then every SuperNode (and, ``warm``, its ClientApp worker) at once, and wait
+        until each listens (a worker: is ready), all within ``start_timeout`` seconds (``early_run``: only
+        the SuperLink; :meth:`run` waits for the others)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         try:
             port = free_port()
-            self.superlink = self._start("superlink", [
+            self.superlink = self._launch("superlink", [
                 self._executable("flower-superlink"), "--insecure", "--host", "127.0.0.1", "--port", str(port),
                 "--disable-runtime-dependency-installation"], "home-superlink", port)
+            self._wait(self.superlink, time.monotonic() + self.start_timeout)
+            self._check_alive([self.superlink])
+            ports = {port}
             for cid, partition in sorted(self.partition_files.items()):
                 node_port = free_port()
-                self.supernodes[cid] = self._start(f"supernode-client{cid}", [
+                while node_port in ports:  # none of these listens yet: the OS may offer one twice
+                    node_port = free_port()
+                ports.add(node_port)
+                self.supernodes[cid] = self._launch(f"supernode-client{cid}", [
                     self._executable("flower-supernode"), "--insecure", "--superlink", f"127.0.0.1:{port}",
                     "--host", "127.0.0.1", "--port", str(node_port),
+                    *(["--isolation", "process"] if self.warm else []),
                     "--node-config", f'partition-file="{partition}"'], f"home-client{cid}", node_port)
+                if self.warm:
+                    self.workers[cid] = self._launch(f"worker-client{cid}", [
+                        *self.worker_command, "--insecure",
+                        "--runtime-api-address", f"127.0.0.1:{node_port}",
+                        "--parent-pid", str(self.supernodes[cid].popen.pid)], f"home-client{cid}", 0)
+            self.starting = (time.monotonic() + self.start_timeout, self.processes[1:])
+            if not self.early_run:
+                self.wait_started()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def wait_started(self) -> None:
+        """Wait until every SuperNode listens and every ClientApp worker is ready (within ``start_timeout``
+        of :meth:`start`); a :class:`DeploymentError` quoting its log if one exits or does not in time."""
+        if self.starting is None:
+            return
+        deadline, processes = self.starting
+        try:
+            for process in processes:
+                self._wait(process, deadline)
+            self._check_alive(processes)
+        except BaseException:
+            self.stop()
+            raise
+        self.starting = None
 
     def _signal(self, process: _Process, sig: int) -> None:
         try:
@@ -204,10 +267,11 @@ class LocalDeployment:
             pass
 
     def kill_supernode(self, cid: int) -> None:
-        """Kill client ``cid``'s SuperNode and its children at once (SIGKILL), as a crashed machine would."""
-        process = self.supernodes[cid]
-        self._signal(process, signal.SIGKILL)
-        process.popen.wait(timeout=self.grace)
+        """Kill client ``cid``'s SuperNode, its children and its ClientApp worker at once (SIGKILL), as a
+        crashed machine would."""
+        for process in (self.supernodes[cid], *([self.workers[cid]] if cid in self.workers else [])):
+            self._signal(process, signal.SIGKILL)
+            process.popen.wait(timeout=self.grace)
 
     def stop(self) -> None:
         """Stop every process this deployment started (SIGTERM, then SIGKILL after ``grace`` seconds)."""
@@ -226,6 +290,7 @@ class LocalDeployment:
             except subprocess.TimeoutExpired:
                 pass
         self.processes.clear()
+        self.starting = None
 
     def __enter__(self) -> "LocalDeployment":
         return self.start()
@@ -236,7 +301,8 @@ class LocalDeployment:
     # -- runs ------------------------------------------------------------------------------------
 
     def run(self, job: Job, *, result_file: str | os.PathLike[str] | None = None, run_timeout: float = 600.0,
-            connect_timeout: float = 60.0, message_timeout: float = 300.0, parallel: bool = False) -> RunResult:
+            connect_timeout: float = 60.0, message_timeout: float = 300.0, parallel: bool = False,
+            secure_aggregation: str = "secaggplus", secaggplus: Mapping[str, float] | None = None) -> RunResult:
         """``flwr run`` the fglcore app on ``job``; return the ServerApp's :class:`RunResult`.
 
         ``parallel``: each round's messages go to every client at once and each client draws from its own
@@ -244,12 +310,27 @@ class LocalDeployment:
         global random state (the default, which gives the in-process numbers bit for bit; see
         :mod:`fglcore.fl.flower.apps`).
 
+        ``secure_aggregation`` (for a job written with ``secure_aggregation`` true): ``"secaggplus"``, Flower's
+        SecAgg+ (:mod:`fglcore.fl.flower.secaggplus`; the weighted mean to its quantisation bound), or
+        ``"fglcore"``, fglcore's pairwise masking on the SuperNodes (the in-process numbers bit for bit).
+        ``secaggplus``: ``SecAggPlusWorkflow`` settings (``clipping_range``, ``quantization_range``,
+        ``modulus_range``, ``num_shares``, ``reconstruction_threshold``; defaults
+        :data:`fglcore.fl.flower.secaggplus.DEFAULTS`).
+
         Raises :class:`~fglcore.fl.flower.apps.ClientLost` (naming the client, its SuperNode, the message and
         round) when a client was lost, :class:`DeploymentError` when the run fails or does not finish within ``run_timeout`` seconds;
         either way no result file is left.
         """
         if self.superlink is None:
             raise DeploymentError("the deployment is not started; use it as a context manager or call start()")
+        if secure_aggregation not in ("secaggplus", "fglcore"):
+            raise ValueError(f"secure_aggregation: {secure_aggregation!r} is not one of 'secaggplus' (Flower's "
+                             "SecAgg+), 'fglcore' (fglcore's masking on the SuperNodes)")
+        unknown = sorted(set(secaggplus or {}) - {"clipping_range", "quantization_range", "modulus_range",
+                                                  "num_shares", "reconstruction_threshold"})
+        if unknown:
+            raise ValueError(f"secaggplus: unknown settings {unknown}; accepted: clipping_range, "
+                             "quantization_range, modulus_range, num_shares, reconstruction_threshold")
         result_file = Path(result_file or self.folder / "result.pt").resolve()
         error_file = result_file.with_name(result_file.name + ".error")
         for stale in (result_file, error_file):
@@ -263,13 +344,21 @@ class LocalDeployment:
         run_config = " ".join([f'job-file="{job.server_file}"', f'result-file="{result_file}"',
                                f"connect-timeout={float(connect_timeout)}",
                                f"message-timeout={float(message_timeout)}",
-                               f"parallel={'true' if parallel else 'false'}"])
+                               f"parallel={'true' if parallel else 'false'}",
+                               f'secure-aggregation="{secure_aggregation}"',
+                               *(f"secaggplus-{k.replace('_', '-')}={v!r}" for k, v in (secaggplus or {}).items())])
         command = [self._executable("flwr"), "run", str(app), "local", "--stream", "--run-config", run_config]
         log = self.folder / "flwr-run.log"
         with open(log, "wb") as handle:
             popen = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=self.env("home-cli"),
                                      cwd=self.folder, start_new_session=True)
             cli = _Process("flwr run", popen, log, 0)
+            try:
+                self.wait_started()
+            except BaseException:
+                self._signal(cli, signal.SIGKILL)
+                popen.wait()
+                raise
             try:
                 popen.wait(timeout=run_timeout)
             except subprocess.TimeoutExpired:
@@ -339,17 +428,21 @@ class FlowerRun:
 
 def run_on_flower(config: ExperimentConfig | Mapping[str, Any], folder: str | os.PathLike[str] | None = None, *,
                   start_timeout: float = 60.0, run_timeout: float = 600.0, connect_timeout: float = 60.0,
-                  message_timeout: float = 300.0, parallel: bool = False) -> FlowerRun:
+                  message_timeout: float = 300.0, parallel: bool = False, warm: bool = True,
+                  secure_aggregation: str = "secaggplus", secaggplus: Mapping[str, float] | None = None) -> FlowerRun:
     """Run ``config`` on a local Flower deployment (SuperLink + one SuperNode per client) and return its result.
 
     ``folder`` (default: a new temporary folder) receives the job and partition files, logs and the result;
-    ``parallel`` as in :meth:`LocalDeployment.run`.
+    ``parallel``, ``secure_aggregation`` and ``secaggplus`` as in :meth:`LocalDeployment.run`, ``warm`` as in
+    :class:`LocalDeployment`.
     """
     folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="fgl-flower-"))
     job = prepare_job(config, folder / "job")
     started = time.perf_counter()
-    with LocalDeployment(folder / "deployment", job.partition_files, start_timeout=start_timeout) as deployment:
+    with LocalDeployment(folder / "deployment", job.partition_files, start_timeout=start_timeout,
+                         warm=warm, early_run=True) as deployment:
         result = deployment.run(job, result_file=folder / "result.pt", run_timeout=run_timeout,
                                 connect_timeout=connect_timeout, message_timeout=message_timeout,
-                                parallel=parallel)
+                                parallel=parallel, secure_aggregation=secure_aggregation,
+                                secaggplus=secaggplus)
     return FlowerRun(result, job, time.perf_counter() - started, folder)

@@ -19,13 +19,15 @@ names what else an algorithm needs: its own ``run`` (O-pFGL, FedPub, ... :meth:`
 <fglcore.algorithms.base.Algorithm.round_loop_only>`), messages sent while building, a client that holds the
 channel, the server or another client (it would talk outside the loop, or carry others' data).
 
-Secure aggregation (``config.secure_aggregation``) runs fglcore's pairwise masking
-(:mod:`fglcore.fl.secure`) on the SuperNodes: each partition file holds the
+Secure aggregation (``config.secure_aggregation``) runs Flower's SecAgg+ by default
+(:mod:`fglcore.fl.flower.secaggplus`: key agreement, secret-shared masks, dropout recovery; the weighted mean
+to its quantisation bound). With the run config ``secure-aggregation = "fglcore"`` it runs fglcore's pairwise
+masking (:mod:`fglcore.fl.secure`) on the SuperNodes instead: each partition file holds the
 :class:`~fglcore.fl.secure.SecureAggregator`, each client masks its own update
 (:meth:`Client.masked_update <fglcore.fl.engine.Client.masked_update>`) and only the masked vector crosses
-Flower; the ServerApp unmasks the sum. Its limits are the simulation's: the pairwise seeds derive from the
-run's seed, which every file holds, so this shows what the server sees, not a cryptographic guarantee
-(Flower's SecAgg+, with key agreement and dropout recovery, is not wired in).
+Flower; the ServerApp unmasks the sum, bit for bit as in-process. Its limits are the simulation's: the
+pairwise seeds derive from the run's seed, which every file holds, so it shows what the server sees, not a
+cryptographic guarantee.
 
 These files are pickles of live objects, like round checkpoints (:mod:`fglcore.fl.checkpoint`): load them only
 from a source you trust, with the same fglcore and torch versions.
