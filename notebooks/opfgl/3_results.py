@@ -157,7 +157,14 @@ print(ot.count_runs(plan["configs"]).to_string(index=False))
 # fine-tune. The paper does not say how it ran them; this is our reading
 # (`fglcore.algorithms.ensemble_distillation`, `fglcore.algorithms.fedtad`).
 # DENSE, Co-Boost and FedTAD run the one-round protocol with fine-tuning in
-# every table (App. A.7).
+# every table (App. A.7). DENSE and Co-Boost choose their local epochs on the
+# validation accuracy of the clients' local models, the teachers, and then
+# distil once (`epochs_selection="teachers"`); the other one-round baselines
+# choose on their fine-tuned models. Choosing DENSE's epochs on the final
+# models would run the whole distillation (200 rounds over a growing pool of
+# synthetic graphs) once per value of the grid: seven times per run, and 63
+# times in a heterogeneous run with its nine architectures. The paper does
+# not say on which model it tuned the epochs.
 
 # %%
 # NBVAL_CHECK_OUTPUT
