@@ -8,6 +8,7 @@ from torch import Tensor, nn
 from torch_geometric.nn import MLP as PygMLP
 
 from fglcore.models.decoupled_gcn import DecoupledGCN
+from fglcore.models.structure_sage import ServerGraph, StructureSAGE
 
 
 def feature_branch_options(feature_hops: int = 2, input_layer_norm: bool = True) -> dict:
@@ -50,6 +51,13 @@ class FedStructModel(nn.Module):
     layers of width ``hidden_channels`` (Table 5's :math:`\theta_f` rows all
     have one hidden layer).
 
+    ``sgnn_layers`` (App. H, the server knows the global graph): the structure branch is instead the
+    server-side GraphSAGE :class:`~fglcore.models.structure_sage.StructureSAGE` on the global graph,
+    :math:`Z = \mathrm{sGNN}_{\theta_s}(S, \mathcal E)` with ``sgnn_layers`` as its ``SAGEConv`` widths and a
+    linear head (Alg. 4); the ``abar`` argument is then a
+    :class:`~fglcore.models.structure_sage.ServerGraph` (global edges and the rows wanted) and
+    ``structure_hidden`` and ``input_layer_norm`` do not apply to it (it has its own input BatchNorm).
+
     Args:
         in_channels (int): node feature width :math:`d`.
         hidden_channels (int): hidden width of :math:`\theta_f`.
@@ -62,6 +70,7 @@ class FedStructModel(nn.Module):
         input_layer_norm (bool): LayerNorm on each MLP's input.
         cached (bool): cache the feature branch's normalised local graph.
         feature_branch (bool): build the feature branch (default); ``False``: the structure branch alone.
+        sgnn_layers (list[int] | None): App. H's server-side GraphSAGE sGNN with these widths (``None``: Eq. 8).
 
     Shapes:
         - **input:** node features :math:`(n_i, d)`, local edge indices :math:`(2, |\mathcal{E}_i|)`,
@@ -82,10 +91,15 @@ class FedStructModel(nn.Module):
         input_layer_norm: bool = True,
         cached: bool = True,
         feature_branch: bool = True,
+        sgnn_layers: Sequence[int] | None = None,
     ):
         super().__init__()
         self.feature = DecoupledGCN(in_channels, hidden_channels, out_channels, num_layers, dropout, cached=cached,
                                     **feature_branch_options(feature_hops, input_layer_norm)) if feature_branch else None
+        if sgnn_layers is not None:  # App. H: GraphSAGE on the global graph, run by the server
+            self.structure_norm = None
+            self.structure = StructureSAGE(structure_channels, sgnn_layers, out_channels, dropout)
+            return
         self.structure_norm = nn.LayerNorm(structure_channels) if input_layer_norm else None
         self.structure = PygMLP([structure_channels, *structure_hidden, out_channels], dropout=dropout, norm=None,
                                 plain_last=True)
@@ -103,14 +117,18 @@ class FedStructModel(nn.Module):
             s = self.structure_norm(s)
         return self.structure(s)
 
-    def structure_forward(self, s: Tensor, abar: Tensor | Callable[[Tensor], Tensor]) -> Tensor:
+    def structure_forward(self, s: Tensor, abar: Tensor | Callable[[Tensor], Tensor] | ServerGraph) -> Tensor:
         r""":math:`Z^{[i]} = \bar A^{[i]} G_{\theta_s}(S)` (Eqs. 8-9): the node structure embeddings, class logits.
         ``abar`` is the sparse :math:`\bar A^{[i]}`, or an operator that applies it (e.g. as :math:`L_s` products
-        with :math:`\hat A`, :class:`~fglcore.algorithms.fedstruct.PowerRows`)."""
+        with :math:`\hat A`, :class:`~fglcore.algorithms.fedstruct.PowerRows`); with the App. H sGNN
+        (``sgnn_layers``) a :class:`~fglcore.models.structure_sage.ServerGraph`: :math:`z_v` of its rows."""
+        if isinstance(self.structure, StructureSAGE):
+            return self.structure(s, abar.edge_index).index_select(0, abar.rows)
         embedding = self.structure_embedding(s)
         return torch.sparse.mm(abar, embedding) if isinstance(abar, Tensor) else abar(embedding)
 
-    def forward(self, x: Tensor, edge_index: Tensor, s: Tensor, abar: Tensor | Callable[[Tensor], Tensor]) -> Tensor:
+    def forward(self, x: Tensor, edge_index: Tensor, s: Tensor,
+                abar: Tensor | Callable[[Tensor], Tensor] | ServerGraph) -> Tensor:
         if self.feature is None:
             return self.structure_forward(s, abar)
         h = self.feature(x, edge_index)  # before the structure branch: the dropout masks' draw order
