@@ -133,7 +133,7 @@ input_norm.*``, ``structure_norm.*``), kept out through the payloads'
 **Structure GNN** (option ``sgnn``; App. H, Alg. 4, Table 8 and Fig. 6; digest §2.10 and §7.2 item 23):
 
 * ``"decoupled_gcn"`` (default): Eq. 8, :math:`Z = \bar A\,G_{\theta_s}(S)`, as above;
-* ``"graphsage"``: the server, which knows the global graph (so ``abar_protocol`` must be ``"server"``),
+* ``"sage"`` (GraphSAGE): the server, which knows the global graph (so ``abar_protocol`` must be ``"server"``),
   computes :math:`Z = \mathrm{sGNN}_{\theta_s}(S, \mathcal E)` with a GraphSAGE on the whole graph
   (:class:`~fglcore.models.structure_sage.StructureSAGE`: input BatchNorm, mean-aggregation ``SAGEConv``
   layers of widths ``sgnn_layers``, a linear head to the classes; the official ``set_GNN_SPM`` with
@@ -244,8 +244,8 @@ NSF = ("h2v", "deg", "fedstar", "n2v")
 BRANCHES = ("both", "structure", "structure_inference")
 NORM_LAYERS = ("local", "averaged")
 H2V_FEDAVG = ("weights", "gradients")
-SGNN = ("decoupled_gcn", "graphsage")
-Z_TRAIN, Z_ALL, GRAD_Z = "z_train", "z", "grad_z"  # App. H messages (option sgnn="graphsage")
+SGNN = ("decoupled_gcn", "sage")
+Z_TRAIN, Z_ALL, GRAD_Z = "z_train", "z", "grad_z"  # App. H messages (option sgnn="sage")
 PRE_TRAINING = 0  # ledger round of the structural sharing that precedes training
 GRAD_S = "grad_S"
 S_NAME = "S"
@@ -540,7 +540,7 @@ def cross_entropy_loss(logits: Tensor, y: Tensor, kind: str) -> Tensor:
 
 
 class StructureGNNServer(FedSGDServer):
-    r"""App. H, Alg. 4: the server knows the global graph and runs the structure GNN (option ``sgnn="graphsage"``).
+    r"""App. H, Alg. 4: the server knows the global graph and runs the structure GNN (option ``sgnn="sage"``).
 
     :math:`\theta_f` is FedSGD's (:class:`~fglcore.algorithms.fedsgd.FedSGDServer`: the clients' weighted mean
     gradient, one Adam step). :math:`\theta_s` (the :class:`~fglcore.models.structure_sage.StructureSAGE`)
@@ -621,7 +621,7 @@ class StructureGNNServer(FedSGDServer):
 
 class StructureGNNClient(Client):
     """App. H's client: its feature branch :math:`f_{\\theta_f}`, the :math:`z_v` the server sent; uploads
-    :math:`\\nabla_{\\theta_f}\\mathcal L_i` and ``grad_z`` (option ``sgnn="graphsage"``)."""
+    :math:`\\nabla_{\\theta_f}\\mathcal L_i` and ``grad_z`` (option ``sgnn="sage"``)."""
 
     def __init__(self, cid: int, num_samples: float, model: torch.nn.Module, data: Data, loss: str,
                  device: torch.device):
@@ -774,15 +774,15 @@ class FedStruct(Algorithm):
         if not layers or not all(isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in layers):
             raise ConfigError(f"algorithm_options.sgnn_layers: must be a non-empty list of integers >= 1 (the "
                               f"SAGEConv widths of the server's GraphSAGE, e.g. [128, 64, 32]), got {layers!r}")
-        if o["sgnn"] == "graphsage":
+        if o["sgnn"] == "sage":
             for key, accepted in (("abar_protocol", "server"), ("training", "fedsgd"), ("branches", "both")):
                 if o[key] != accepted:
-                    raise ConfigError(f"algorithm_options.{key}: sgnn='graphsage' (App. H, Alg. 4: the server knows "
+                    raise ConfigError(f"algorithm_options.{key}: sgnn='sage' (App. H, Alg. 4: the server knows "
                                       f"the global graph and runs the structure GNN, trained by FedSGD, added to the "
                                       f"feature branch) needs {key}={accepted!r}, got {o[key]!r}; or use "
                                       f"sgnn='decoupled_gcn'")
             if config.secure_aggregation and o["simulation"] == "clients":
-                raise ConfigError("secure_aggregation: sgnn='graphsage' uploads per-node gradients grad_z that the "
+                raise ConfigError("secure_aggregation: sgnn='sage' uploads per-node gradients grad_z that the "
                                   "server back-propagates, which pairwise masking cannot sum; accepted: false")
         if o["simulation"] == "fused" and o["training"] != "fedsgd":
             raise ConfigError("algorithm_options.simulation: 'fused' simulates FedSGD only; use simulation='clients' "
@@ -804,7 +804,7 @@ class FedStruct(Algorithm):
         if (self.federation.assignment < 0).any():
             raise ConfigError(f"partition: fedstruct needs every node in a client (Sec. 4: the V_i partition V); "
                               f"{c.partition!r} drops nodes")
-        if o["sgnn"] == "graphsage":
+        if o["sgnn"] == "sage":
             return self.build_server_sgnn(channel)
         propagated = o["simulation"] == "fused" and o["pruning"] == "none"  # PowerRows: Alg. 3 for the ledger only
         abar = cached_abar(self.federation.data, self.federation.assignment, clients, o["structure_hops"],
@@ -835,7 +835,7 @@ class FedStruct(Algorithm):
         return server, participants
 
     def build_server_sgnn(self, channel: Channel) -> tuple[Server | None, list[Client]]:
-        """App. H, Alg. 4 (option ``sgnn="graphsage"``): the server's GraphSAGE over :math:`S` and the global
+        """App. H, Alg. 4 (option ``sgnn="sage"``): the server's GraphSAGE over :math:`S` and the global
         graph, the clients' feature branches; see the module docstring."""
         o, c = self.options, self.config
         clients = self.clients_data
