@@ -524,14 +524,17 @@ def one_round_updates(server, clients):
     return {c.cid: c.fit(1) for c in clients}, {c.cid: float(c.num_samples) for c in clients}
 
 
-@pytest.mark.parametrize("nsf,weighting", [("h2v", "nodes"), ("deg", "labelled"), ("n2v", "nodes")])
-def test_server_sgnn_gradient_is_that_of_the_centralised_loss(federation, nsf, weighting):
+@pytest.mark.parametrize("nsf,weighting,combiner", [("h2v", "nodes", "sum"), ("deg", "labelled", "sum"),
+                                                    ("n2v", "nodes", "sum"), ("h2v", "labelled", "linear")])
+def test_server_sgnn_gradient_is_that_of_the_centralised_loss(federation, nsf, weighting, combiner):
     """Prop. 4: back-propagating the clients' weighted dL_i/dz through the server's GraphSAGE gives the gradient
     of sum_i w_i L_i for theta_s (and Hop2Vec's S) that autograd gives on the whole model; theta_f's mean of the
     clients' gradients is that gradient too."""
-    algorithm = ALGORITHMS.get("fedstruct")(sgnn_config(nsf=nsf, weighting=weighting), federation, CPU)
+    algorithm = ALGORITHMS.get("fedstruct")(sgnn_config(nsf=nsf, weighting=weighting, combiner=combiner), federation,
+                                            CPU)
     server, clients = algorithm.build(Channel())
-    feature = copy.deepcopy(clients[0].model)
+    feature = copy.deepcopy(clients[0].model)  # theta_f and, with combiner="linear", Eq. 51's Theta_c
+    assert feature.structure is None and (feature.combiner is not None) == (combiner == "linear")
     for module in feature.modules():
         if hasattr(module, "cached"):
             module.cached = False
@@ -540,8 +543,8 @@ def test_server_sgnn_gradient_is_that_of_the_centralised_loss(federation, nsf, w
     weights = torch.tensor([float(c.num_samples) for c in clients])
     weights = weights / weights.sum()
     z = sgnn(s, federation.data.edge_index)
-    loss = sum(w * F.cross_entropy(feature(c.x, c.edge_index)[c.train_idx] + z[d.global_id[c.train_idx]],
-                                   c.y[c.train_idx])
+    loss = sum(w * F.cross_entropy(feature.combine(feature.feature(c.x, c.edge_index)[c.train_idx],
+                                                   z[d.global_id[c.train_idx]]), c.y[c.train_idx])
                for w, c, d in zip(weights, clients, federation.clients))
     loss.backward()
     updates, upload_weights = one_round_updates(server, clients)
@@ -599,7 +602,7 @@ def test_server_sgnn_ledger_holds_model_quantities_and_own_embeddings_only(feder
     algorithm = ALGORITHMS.get("fedstruct")(sgnn_config(nsf=nsf), federation, CPU)
     algorithm.run(channel)
     params = set(algorithm.server.parameters)
-    assert not any(name.startswith("convs") or name.startswith("head") for name in params)  # theta_s stays
+    assert params and not any(name.startswith("structure") for name in params)  # theta_s stays at the server
     members = {f"client{k}": c for k, c in enumerate(federation.clients)}
     for sender, receiver, round_, payload in channel.payloads:
         names = set(payload)
@@ -637,3 +640,22 @@ def test_structure_sage_is_the_official_layout():
     torch.manual_seed(3)
     model.reset_parameters()
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+def test_linear_combiner_eq51(federation):
+    """Eq. 51's Theta_c: trained with theta (fused = clients for both structure GNNs), absent by default."""
+    for options in ({}, {"sgnn": "sage", "abar_protocol": "server", "sgnn_layers": [16, 8]}):
+        clients = ALGORITHMS.get("fedstruct")(config(combiner="linear", **options), federation, CPU)
+        result = clients.run()
+        fused = ALGORITHMS.get("fedstruct")(config(combiner="linear", simulation="fused", **options), federation,
+                                            CPU).run()
+        for a, b in zip(result.history, fused.history):
+            assert a["test_loss"] == pytest.approx(b["test_loss"], abs=1e-5)
+        assert "combiner.weight" in clients.server.parameters
+    default = ALGORITHMS.get("fedstruct")(config(), federation, CPU)
+    default.run()
+    assert not any("combiner" in name for name in default.server.parameters)
+    with pytest.raises(ConfigError, match="combiner: 'linear'.*needs branches='both'"):
+        config(combiner="linear", branches="structure")
+    with pytest.raises(ConfigError, match="algorithm_options.combiner"):
+        config(combiner="concat")

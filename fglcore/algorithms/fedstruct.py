@@ -146,8 +146,10 @@ input_norm.*``, ``structure_norm.*``), kept out through the payloads'
   learnable parameter stepped by its own Adam together with :math:`\theta_s`, as the official code does
   (``GNNServer.initialize`` -> ``set_SFV``: ``SFV`` with ``requires_grad`` joins the server's Adam). Clients
   add :math:`z_v` to their feature logits, :math:`\hat y_v = \mathrm{softmax}(h_v + z_v)`: the official
-  code's combination (``GNNClassifier.get_prediction``: ``o += s``) and the digest's recommended reading;
-  the paper's linear combiner :math:`\Theta_c` (Eq. 51) is not modelled. FedSGD only
+  code's combination (``GNNClassifier.get_prediction``: ``o += s``) and the digest's recommended reading
+  (option ``combiner="sum"``, default); ``combiner="linear"`` is the paper's Eq. 51,
+  :math:`\hat y_v = \mathrm{softmax}(\Theta_c^\top (z_v \Vert h_v))`, :math:`\Theta_c` held by the
+  clients and averaged as :math:`\theta_f` (it applies to ``sgnn="decoupled_gcn"`` too). FedSGD only
   (``training="fedsgd"``), ``branches="both"``.
 
   Per round (``simulation="clients"``): the server sends each client :math:`\theta_f` and
@@ -235,7 +237,7 @@ from fglcore.fl.channel import Channel, Message
 from fglcore.fl.engine import SERVER, Client, Payload, Server
 from fglcore.fl.parameters import gradient_payload, load_payload, module_payload, norm_parameter_names
 from fglcore.metrics import Prediction, minority_mask
-from fglcore.models.fedstruct import FedStructModel
+from fglcore.models.fedstruct import COMBINERS, FedStructModel
 from fglcore.models.structure_sage import ServerGraph
 from fglcore.paths import cache_root
 from fglcore.runtime import set_seed
@@ -539,6 +541,12 @@ def cross_entropy_loss(logits: Tensor, y: Tensor, kind: str) -> Tensor:
     return F.cross_entropy(logits.softmax(dim=-1) if kind == "double_softmax" else logits, y)
 
 
+def client_side_parameter(name: str) -> bool:
+    """App. H: the parameters the clients hold and FedSGD averages (:math:`\\theta_f`, Eq. 51's
+    :math:`\\Theta_c`); :math:`\\theta_s` (``structure.*``) stays at the server."""
+    return not name.startswith("structure.")
+
+
 class StructureGNNServer(FedSGDServer):
     r"""App. H, Alg. 4: the server knows the global graph and runs the structure GNN (option ``sgnn="sage"``).
 
@@ -555,7 +563,7 @@ class StructureGNNServer(FedSGDServer):
 
     def __init__(self, model: FedStructModel, s: Tensor, learnable_s: bool, edge_index: Tensor,
                  config: ExperimentConfig, device: torch.device):
-        super().__init__(module_payload(model.feature), config)
+        super().__init__(module_payload(model, include=client_side_parameter), config)
         self.device = device
         self.sgnn = model.structure.to(device)
         self.s = s.to(device).requires_grad_(learnable_s)
@@ -620,7 +628,8 @@ class StructureGNNServer(FedSGDServer):
 
 
 class StructureGNNClient(Client):
-    """App. H's client: its feature branch :math:`f_{\\theta_f}`, the :math:`z_v` the server sent; uploads
+    """App. H's client: its feature branch :math:`f_{\\theta_f}` (and Eq. 51's :math:`\\Theta_c`), the
+    :math:`z_v` the server sent; uploads
     :math:`\\nabla_{\\theta_f}\\mathcal L_i` and ``grad_z`` (option ``sgnn="sage"``)."""
 
     def __init__(self, cid: int, num_samples: float, model: torch.nn.Module, data: Data, loss: str,
@@ -643,7 +652,7 @@ class StructureGNNClient(Client):
         self.model.zero_grad(set_to_none=True)
         z = self.z_train.detach().clone().requires_grad_(True)
         if self.train_idx.numel():
-            logits = self.model(self.x, self.edge_index)[self.train_idx] + z
+            logits = self.model.combine(self.model.feature(self.x, self.edge_index)[self.train_idx], z)
             cross_entropy_loss(logits, self.y[self.train_idx], self.loss_kind).backward()
         update = gradient_payload(self.model)
         update[GRAD_Z] = (z.grad if z.grad is not None else torch.zeros_like(z)).detach()
@@ -652,7 +661,7 @@ class StructureGNNClient(Client):
     @torch.no_grad()
     def evaluate(self) -> dict[str, Prediction]:
         self.model.eval()
-        out = self.model(self.x, self.edge_index) + self.z
+        out = self.model.combine(self.model.feature(self.x, self.edge_index), self.z)
         return {split: Prediction(out[idx], self.y[idx], self.minority[idx]) for split, idx in self.eval_idx.items()}
 
 
@@ -750,11 +759,13 @@ class FedStruct(Algorithm):
         "h2v_init_std": 0.05, "training": "fedsgd", "weighting": "nodes", "loss": "logits",
         "input_layer_norm": True, "norm_layers": "local", "branches": "both", "simulation": "clients",
         "h2v_fedavg": "weights", "sgnn": "decoupled_gcn", "sgnn_layers": [128, 64, 32],
+        "combiner": "sum",
     }
     option_choices = {"nsf": NSF, "pruning": PRUNING, "abar_protocol": ("clients", "server"),
                       "training": ("fedsgd", "fedavg"), "weighting": WEIGHTINGS,
                       "loss": ("logits", "double_softmax"), "norm_layers": NORM_LAYERS, "branches": BRANCHES,
-                      "simulation": ("clients", "fused"), "h2v_fedavg": H2V_FEDAVG, "sgnn": SGNN}
+                      "simulation": ("clients", "fused"), "h2v_fedavg": H2V_FEDAVG, "sgnn": SGNN,
+                      "combiner": COMBINERS}
     option_bounds = {"structure_hops": POSITIVE, "feature_hops": NON_NEGATIVE, "prune_p": POSITIVE,
                      "structure_dim": POSITIVE, "h2v_init_std": Bounds(above=0)}
     citation = "Aliakbari, Östman and Graell i Amat, Decoupled Subgraph Federated Learning, ICLR 2025"
@@ -774,6 +785,9 @@ class FedStruct(Algorithm):
         if not layers or not all(isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in layers):
             raise ConfigError(f"algorithm_options.sgnn_layers: must be a non-empty list of integers >= 1 (the "
                               f"SAGEConv widths of the server's GraphSAGE, e.g. [128, 64, 32]), got {layers!r}")
+        if o["combiner"] == "linear" and o["branches"] != "both":
+            raise ConfigError(f"algorithm_options.combiner: 'linear' (Eq. 51) combines the two branches, so it needs "
+                              f"branches='both', got {o['branches']!r}")
         if o["sgnn"] == "sage":
             for key, accepted in (("abar_protocol", "server"), ("training", "fedsgd"), ("branches", "both")):
                 if o[key] != accepted:
@@ -813,7 +827,8 @@ class FedStruct(Algorithm):
         set_seed(c.seed)
         model = FedStructModel(int(self.federation.num_features), c.hidden, int(self.federation.num_classes),
                                o["structure_dim"], o["structure_hidden"], c.num_layers, o["feature_hops"],
-                               c.dropout, o["input_layer_norm"], feature_branch=o["branches"] != "structure")
+                               c.dropout, o["input_layer_norm"], feature_branch=o["branches"] != "structure",
+                               combiner=o["combiner"])
         weights = [client_weight(d, o["weighting"]) for d in clients]
         structure_inference = o["branches"] == "structure_inference"
         if o["simulation"] == "fused":
@@ -843,7 +858,8 @@ class FedStruct(Algorithm):
         set_seed(c.seed)
         model = FedStructModel(int(self.federation.num_features), c.hidden, int(self.federation.num_classes),
                                o["structure_dim"], o["structure_hidden"], c.num_layers, o["feature_hops"],
-                               c.dropout, o["input_layer_norm"], sgnn_layers=o["sgnn_layers"])
+                               c.dropout, o["input_layer_norm"], sgnn_layers=o["sgnn_layers"],
+                               combiner=o["combiner"])
         weights = [client_weight(d, o["weighting"]) for d in clients]
         edge_index = self.federation.data.edge_index
         learnable = o["nsf"] == "h2v"
@@ -852,12 +868,14 @@ class FedStruct(Algorithm):
             learner = FusedLearner(model, clients, graph, s, learnable, weights, c, o["loss"], self.device)
             return None, [CentralView(k, w, learner) for k, w in enumerate(weights)]
         server = StructureGNNServer(copy.deepcopy(model), s, learnable, edge_index, c, self.device)
+        client_side = copy.deepcopy(model)
+        client_side.structure = None  # theta_s stays at the server; the client holds theta_f (and Theta_c)
         participants = []
         for k, data in enumerate(clients):
             ids = {"node_ids": data.global_id, "train_node_ids": data.global_id[data.train_mask]}
             got = channel.send(f"client{k}", SERVER, ids, PRE_TRAINING)
             server.register(k, got["node_ids"], got["train_node_ids"])
-            participants.append(StructureGNNClient(k, weights[k], copy.deepcopy(model.feature), data, o["loss"],
+            participants.append(StructureGNNClient(k, weights[k], copy.deepcopy(client_side), data, o["loss"],
                                                    self.device))
         return server, participants
 

@@ -10,6 +10,8 @@ from torch_geometric.nn import MLP as PygMLP
 from fglcore.models.decoupled_gcn import DecoupledGCN
 from fglcore.models.structure_sage import ServerGraph, StructureSAGE
 
+COMBINERS = ("sum", "linear")
+
 
 def feature_branch_options(feature_hops: int = 2, input_layer_norm: bool = True) -> dict:
     r"""The :class:`~fglcore.models.decoupled_gcn.DecoupledGCN` options of FedStruct's feature branch
@@ -71,6 +73,10 @@ class FedStructModel(nn.Module):
         cached (bool): cache the feature branch's normalised local graph.
         feature_branch (bool): build the feature branch (default); ``False``: the structure branch alone.
         sgnn_layers (list[int] | None): App. H's server-side GraphSAGE sGNN with these widths (``None``: Eq. 8).
+        combiner (str): ``"sum"`` (Eq. 10, the official code) or ``"linear"``: App. H's Eq. 51,
+            :math:`\hat y_v = \mathrm{softmax}(\Theta_c^\top (z_v \Vert h_v))`, :math:`\Theta_c \in
+            \mathbb R^{2c \times c}` learnt with :math:`\theta` (PyTorch's default ``Linear`` initialisation:
+            the paper gives none).
 
     Shapes:
         - **input:** node features :math:`(n_i, d)`, local edge indices :math:`(2, |\mathcal{E}_i|)`,
@@ -92,24 +98,37 @@ class FedStructModel(nn.Module):
         cached: bool = True,
         feature_branch: bool = True,
         sgnn_layers: Sequence[int] | None = None,
+        combiner: str = "sum",
     ):
         super().__init__()
+        if combiner not in COMBINERS or (combiner == "linear" and not feature_branch):
+            raise ValueError(f"combiner: one of {COMBINERS} (linear: with the feature branch), got {combiner!r}")
         self.feature = DecoupledGCN(in_channels, hidden_channels, out_channels, num_layers, dropout, cached=cached,
                                     **feature_branch_options(feature_hops, input_layer_norm)) if feature_branch else None
         if sgnn_layers is not None:  # App. H: GraphSAGE on the global graph, run by the server
             self.structure_norm = None
             self.structure = StructureSAGE(structure_channels, sgnn_layers, out_channels, dropout)
-            return
-        self.structure_norm = nn.LayerNorm(structure_channels) if input_layer_norm else None
-        self.structure = PygMLP([structure_channels, *structure_hidden, out_channels], dropout=dropout, norm=None,
-                                plain_last=True)
+        else:
+            self.structure_norm = nn.LayerNorm(structure_channels) if input_layer_norm else None
+            self.structure = PygMLP([structure_channels, *structure_hidden, out_channels], dropout=dropout,
+                                    norm=None, plain_last=True)
+        # Eq. 51's Theta_c over (z || h), drawn last: the default ("sum") model draws what it drew without it
+        self.combiner = nn.Linear(2 * out_channels, out_channels, bias=False) if combiner == "linear" else None
 
     def reset_parameters(self) -> None:
         if self.feature is not None:
             self.feature.reset_parameters()
         if self.structure_norm is not None:
             self.structure_norm.reset_parameters()
-        self.structure.reset_parameters()
+        if self.structure is not None:
+            self.structure.reset_parameters()
+        if self.combiner is not None:
+            self.combiner.reset_parameters()
+
+    def combine(self, h: Tensor, z: Tensor) -> Tensor:
+        r"""The logits :math:`q_v` of the two embeddings: :math:`h_v + z_v` (Eq. 10) or, with
+        ``combiner="linear"``, :math:`\Theta_c^\top (z_v \Vert h_v)` (App. H, Eq. 51)."""
+        return h + z if self.combiner is None else self.combiner(torch.cat([z, h], dim=-1))
 
     def structure_embedding(self, s: Tensor) -> Tensor:
         r""":math:`G_{\theta_s}(S)`: the structure MLP on each row of ``s``."""
@@ -132,4 +151,4 @@ class FedStructModel(nn.Module):
         if self.feature is None:
             return self.structure_forward(s, abar)
         h = self.feature(x, edge_index)  # before the structure branch: the dropout masks' draw order
-        return h + self.structure_forward(s, abar)
+        return self.combine(h, self.structure_forward(s, abar))

@@ -60,7 +60,7 @@
 # labelled): (GNN+H2V) GNN_H2V_PHOTO s, (GNN+N2V) GNN_N2V_PHOTO s. Projection for the full
 # profile: Table 8's two GNN rows on Cora, CiteSeer and Chameleon (3
 # partitions x 10 seeds each, 180 runs) PROJ_T8; Fig. 6 (6 curves x 3 fractions x
-# 10 seeds, 170 runs as Central GNN runs once per fraction and seed) PROJ_F6.
+# 10 seeds, 180 runs) PROJ_F6.
 
 # %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
