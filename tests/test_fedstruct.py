@@ -659,3 +659,19 @@ def test_linear_combiner_eq51(federation):
         config(combiner="linear", branches="structure")
     with pytest.raises(ConfigError, match="algorithm_options.combiner"):
         config(combiner="concat")
+
+
+def test_options_added_later_leave_stored_run_ids_alone(monkeypatch):
+    """sgnn, sgnn_layers and combiner came after FedStruct runs were stored: at their defaults they are not in the
+    run id, so those runs are still found (and copied between tables); another value is another run."""
+    from fglcore.results import run_id
+
+    plain = config(nsf="h2v")
+    explicit = config(nsf="h2v", sgnn="decoupled_gcn", sgnn_layers=[128, 64, 32], combiner="sum")
+    assert run_id(plain) == run_id(explicit)
+    assert run_id(config(nsf="h2v", combiner="linear")) != run_id(plain)
+    fedstruct = ALGORITHMS.get("fedstruct")
+    assert set(fedstruct.late_options) <= set(fedstruct.default_options)
+    before = run_id(plain)
+    monkeypatch.setattr(fedstruct, "late_options", ())
+    assert run_id(plain) != before  # without it, every stored FedStruct run id would change

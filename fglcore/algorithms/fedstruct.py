@@ -769,6 +769,7 @@ class FedStruct(Algorithm):
     option_bounds = {"structure_hops": POSITIVE, "feature_hops": NON_NEGATIVE, "prune_p": POSITIVE,
                      "structure_dim": POSITIVE, "h2v_init_std": Bounds(above=0)}
     citation = "Aliakbari, Östman and Graell i Amat, Decoupled Subgraph Federated Learning, ICLR 2025"
+    late_options = ("sgnn", "sgnn_layers", "combiner")
 
     @classmethod
     def check_config(cls, config: ExperimentConfig) -> None:
