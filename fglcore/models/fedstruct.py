@@ -42,7 +42,7 @@ class FedStructModel(nn.Module):
       matrix over the nodes whose features it has.
 
     Both branches output class logits and are added, with no combination
-    layer (Eq. 10). ``feature_branch=False`` builds the structure branch
+    layer (Eq. 10; ``combiner="linear"``: App. H's Eq. 51). ``feature_branch=False`` builds the structure branch
     alone, :math:`q_v = z_v` (Fig. 4(b)'s "H2V s": the official code's
     ``data_type="structure"`` model, which has no :math:`\theta_f`);
     :meth:`structure_forward` gives :math:`z_v` of either model. Both MLPs are LayerNorm on the input, then Linear ->
