@@ -538,7 +538,8 @@ def test_server_sgnn_gradient_is_that_of_the_centralised_loss(federation, nsf, w
     for module in feature.modules():
         if hasattr(module, "cached"):
             module.cached = False
-    sgnn = copy.deepcopy(server.sgnn)
+    assert server.edge_index.adjacency is not None  # the server's SAGE layers run as sparse products ...
+    sgnn = copy.deepcopy(server.sgnn)  # ... the reference as PyG's SAGEConv on edge_index
     s = server.s.detach().clone().requires_grad_(nsf == "h2v")
     weights = torch.tensor([float(c.num_samples) for c in clients])
     weights = weights / weights.sum()

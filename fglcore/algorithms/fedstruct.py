@@ -227,7 +227,7 @@ from fglcore.algorithms.base import Algorithm, register_algorithm
 from fglcore.algorithms.central import CentralView
 from fglcore.algorithms.fedavg import FedAvgServer
 from fglcore.algorithms.fedsgd import WEIGHTINGS, FedSGDServer, client_weight
-from fglcore.algorithms.training import client_seed, make_optimizer
+from fglcore.algorithms.training import client_seed, make_optimizer, whole_graph_operators
 from fglcore.checks import NON_NEGATIVE, POSITIVE, Bounds
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import cross_blocks
@@ -239,6 +239,7 @@ from fglcore.fl.engine import SERVER, Client, Payload, Server
 from fglcore.fl.parameters import gradient_payload, load_payload, module_payload, norm_parameter_names
 from fglcore.metrics import Prediction, minority_mask
 from fglcore.models.fedstruct import COMBINERS, FedStructModel
+from fglcore.models.operators import GraphOperators, kinds_needed
 from fglcore.models.structure_sage import ServerGraph
 from fglcore.paths import cache_root
 from fglcore.runtime import set_seed
@@ -562,13 +563,13 @@ class StructureGNNServer(FedSGDServer):
     rounds, so a checkpoint can be taken at any round's end).
     """
 
-    def __init__(self, model: FedStructModel, s: Tensor, learnable_s: bool, edge_index: Tensor,
+    def __init__(self, model: FedStructModel, s: Tensor, learnable_s: bool, edge_index: Tensor | GraphOperators,
                  config: ExperimentConfig, device: torch.device):
         super().__init__(module_payload(model, include=client_side_parameter), config)
         self.device = device
         self.sgnn = model.structure.to(device)
         self.s = s.to(device).requires_grad_(learnable_s)
-        self.edge_index = edge_index.to(device)
+        self.edge_index = edge_index  # the global graph, on the device
         self.structure_optimizer = make_optimizer([*self.sgnn.parameters(), *([self.s] if learnable_s else [])],
                                                   config)
         self.nodes: dict[int, Tensor] = {}
@@ -863,10 +864,12 @@ class FedStruct(Algorithm):
                                c.dropout, o["input_layer_norm"], sgnn_layers=o["sgnn_layers"],
                                combiner=o["combiner"])
         weights = [client_weight(d, o["weighting"]) for d in clients]
-        edge_index = self.federation.data.edge_index
+        # the global graph as sparse operators: the same SAGE layers as sparse products, ~7x faster on Photo
+        edge_index = whole_graph_operators(self.federation.data.edge_index.to(self.device), self.num_nodes,
+                                           kinds_needed([model.structure]), torch.float32)
         learnable = o["nsf"] == "h2v"
         if o["simulation"] == "fused":
-            graph = ServerGraph(edge_index.to(self.device), torch.cat([d.global_id for d in clients]).to(self.device))
+            graph = ServerGraph(edge_index, torch.cat([d.global_id for d in clients]).to(self.device))
             learner = FusedLearner(model, clients, graph, s, learnable, weights, c, o["loss"], self.device)
             return None, [CentralView(k, w, learner) for k, w in enumerate(weights)]
         server = StructureGNNServer(copy.deepcopy(model), s, learnable, edge_index, c, self.device)

@@ -7,12 +7,15 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import SAGEConv
 
+from fglcore.models.operators import GraphOperators, apply_conv
+
 
 class ServerGraph(NamedTuple):
-    """What the server-side sGNN runs on: the global ``edge_index`` and the ``rows`` (global node ids) whose
-    embeddings :math:`z_v` are wanted, in order (a client's nodes, or all clients' stacked)."""
+    """What the server-side sGNN runs on: the global graph (``edge_index``, or its
+    :class:`~fglcore.models.operators.GraphOperators`) and the ``rows`` (global node ids) whose embeddings
+    :math:`z_v` are wanted, in order (a client's nodes, or all clients' stacked)."""
 
-    edge_index: Tensor
+    edge_index: Tensor | GraphOperators
     rows: Tensor
 
 
@@ -43,7 +46,9 @@ class StructureSAGE(nn.Module):
         input_norm (bool): BatchNorm (batch statistics) on the input.
 
     Shapes:
-        - **input:** structure features :math:`(n, d_s)`, global edge indices :math:`(2, |\mathcal E|)`
+        - **input:** structure features :math:`(n, d_s)`, global edge indices :math:`(2, |\mathcal E|)` or
+          their :class:`~fglcore.models.operators.GraphOperators` (the same layers as sparse products,
+          :func:`~fglcore.models.operators.apply_conv`: the same numbers, several times faster)
         - **output:** node structure embeddings :math:`(n, c)`
     """
 
@@ -65,10 +70,10 @@ class StructureSAGE(nn.Module):
             conv.reset_parameters()
         self.head.reset_parameters()
 
-    def forward(self, s: Tensor, edge_index: Tensor) -> Tensor:
+    def forward(self, s: Tensor, edge_index: Tensor | GraphOperators) -> Tensor:
         h = self.input_norm(s) if self.input_norm is not None else s
         for i, conv in enumerate(self.convs):
-            h = conv(h, edge_index)
+            h = apply_conv(conv, h, edge_index)
             if i < len(self.convs) - 1:
                 h = F.dropout(F.relu(h), p=self.dropout, training=self.training)
         return self.head(h)
