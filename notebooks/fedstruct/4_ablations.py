@@ -61,15 +61,19 @@
 # operators of `fglcore.models.operators`, the same numbers). A GNN+N2V run
 # costs the same training plus Node2Vec on the global graph, once per dataset
 # and seed (cached on disk and shared with the DGCN+N2V row and every Fig. 6
-# fraction): NODE2VEC_TEXT. Projection for the full profile: Table 8's two GNN rows
+# fraction): (GNN+N2V) on Cora 737 s (81.2 %), of which about 734 s are
+# Node2Vec (12 CPU minutes a seed on Cora; on Photo, 2.8 times the walks,
+# about 35 minutes by that ratio, not measured). Projection for the full profile: Table 8's two GNN rows
 # (Cora, CiteSeer, Chameleon x 3 partitions x 10 seeds = 180 runs) about
 # 0.3 hours on one thread, beside the Node2Vec trainings the DGCN+N2V row
 # already pays; Fig. 6 (6 curves x 3 fractions x 10 seeds = 180 runs on
 # Photo; per run FedSGD GNN about 25 s, FedStruct (H2V) 31, (DGCN+N2V) 46
 # (the "-F" $\bar A$), (GNN+H2V) 35, (GNN+N2V) 35, Central GNN 30; all but the
 # GNN rows are `3_results`' Photo timings) about 1.7 hours on one thread, plus
-# ten Node2Vec trainings on Photo (one per seed). These 360 runs come on top
-# of the 8,180 above.
+# ten Node2Vec trainings on Photo (one per seed, about 6 hours by the
+# estimate above). Table 8's Node2Vec trainings (3 datasets x 10 seeds, about
+# 6 hours at Cora's 12 minutes) are shared by its DGCN+N2V and GNN+N2V rows.
+# These 360 runs come on top of the 8,180 above.
 
 # %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
