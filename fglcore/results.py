@@ -145,7 +145,12 @@ def _hash(config: ExperimentConfig | Mapping[str, Any], ignored: frozenset[str],
     if fill_defaults:
         from fglcore.algorithms import ALGORITHMS
 
-        values["algorithm_options"] = ALGORITHMS.get(values["algorithm"]).check_options(values["algorithm_options"])
+        algorithm = ALGORITHMS.get(values["algorithm"])
+        options = algorithm.check_options(values["algorithm_options"])
+        for key in algorithm.late_options:  # added after runs were stored: out of the hash while at the default
+            if key in options and options[key] == algorithm.default_options[key]:
+                del options[key]
+        values["algorithm_options"] = options
     text = json.dumps(values, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -166,7 +171,8 @@ def run_id(config: ExperimentConfig | Mapping[str, Any]) -> str:
 
     Algorithm options are compared with their defaults filled in, so a
     default given explicitly (``share="structure"``) and one left out are the
-    same run. Two configurations with the same ``run_id`` compute the same
+    same run; an algorithm's ``late_options`` (options added after runs were
+    stored) are left out while at their default, so those runs keep their ids. Two configurations with the same ``run_id`` compute the same
     numbers -- e.g. a paper reporting one run in two tables -- so a sweep
     copies the stored rows of one to the other instead of running it again.
     """

@@ -513,3 +513,186 @@ def test_a_large_alg3_keeps_its_messages_only(federation, fresh_abar_cache, monk
     recomputed = cached_abar(*args, third)
     assert all((a != b).nnz == 0 for a, b in zip(rows, recomputed))
     assert third.ledger.messages == first.ledger.messages
+
+
+# --------------------------------------------------------------------------- App. H: the server's GraphSAGE sGNN
+
+
+def sgnn_config(**options) -> ExperimentConfig:
+    return config(**{"sgnn": "sage", "abar_protocol": "server", "sgnn_layers": [16, 8], **options})
+
+
+@pytest.mark.parametrize("options,match", [
+    ({"sgnn": "gcn"}, r"algorithm_options.sgnn.*decoupled_gcn.*sage"),
+    ({"sgnn": "sage"}, r"abar_protocol: sgnn='sage'.*needs abar_protocol='server', got 'clients'"),
+    ({"sgnn": "sage", "abar_protocol": "server", "training": "fedavg"}, r"needs training='fedsgd'"),
+    ({"sgnn": "sage", "abar_protocol": "server", "branches": "structure"}, r"needs branches='both'"),
+    ({"sgnn_layers": []}, r"sgnn_layers: must be a non-empty list"),
+    ({"sgnn_layers": [16, 0]}, r"sgnn_layers: must be a non-empty list of integers >= 1"),
+])
+def test_sgnn_options_are_validated(options, match):
+    with pytest.raises(ConfigError, match=match):
+        config(**options)
+    with pytest.raises(ConfigError, match="secure_aggregation: sgnn='sage'.*accepted: false"):
+        sgnn_config(config={"secure_aggregation": True})
+
+
+def one_round_updates(server, clients):
+    """Round 1 of the clients simulation by hand: the server's payloads, each client's upload."""
+    for client in clients:
+        client.receive({k: v.clone() for k, v in server.payload_for(client, 1).items()}, 1)
+    return {c.cid: c.fit(1) for c in clients}, {c.cid: float(c.num_samples) for c in clients}
+
+
+@pytest.mark.parametrize("nsf,weighting,combiner", [("h2v", "nodes", "sum"), ("deg", "labelled", "sum"),
+                                                    ("n2v", "nodes", "sum"), ("h2v", "labelled", "linear")])
+def test_server_sgnn_gradient_is_that_of_the_centralised_loss(federation, nsf, weighting, combiner):
+    """Prop. 4: back-propagating the clients' weighted dL_i/dz through the server's GraphSAGE gives the gradient
+    of sum_i w_i L_i for theta_s (and Hop2Vec's S) that autograd gives on the whole model; theta_f's mean of the
+    clients' gradients is that gradient too."""
+    algorithm = ALGORITHMS.get("fedstruct")(sgnn_config(nsf=nsf, weighting=weighting, combiner=combiner), federation,
+                                            CPU)
+    server, clients = algorithm.build(Channel())
+    feature = copy.deepcopy(clients[0].model)  # theta_f and, with combiner="linear", Eq. 51's Theta_c
+    assert feature.structure is None and (feature.combiner is not None) == (combiner == "linear")
+    for module in feature.modules():
+        if hasattr(module, "cached"):
+            module.cached = False
+    assert server.edge_index.adjacency is not None  # the server's SAGE layers run as sparse products ...
+    sgnn = copy.deepcopy(server.sgnn)  # ... the reference as PyG's SAGEConv on edge_index
+    s = server.s.detach().clone().requires_grad_(nsf == "h2v")
+    weights = torch.tensor([float(c.num_samples) for c in clients])
+    weights = weights / weights.sum()
+    z = sgnn(s, federation.data.edge_index)
+    loss = sum(w * F.cross_entropy(feature.combine(feature.feature(c.x, c.edge_index)[c.train_idx],
+                                                   z[d.global_id[c.train_idx]]), c.y[c.train_idx])
+               for w, c, d in zip(weights, clients, federation.clients))
+    loss.backward()
+    updates, upload_weights = one_round_updates(server, clients)
+    server.structure_backward(updates, upload_weights)
+    for (name, expected), got in zip(sgnn.named_parameters(), server.sgnn.parameters()):
+        assert expected.grad.abs().sum() > 0, name
+        assert torch.allclose(got.grad, expected.grad, atol=1e-6, rtol=1e-5), name
+    if nsf == "h2v":
+        assert torch.allclose(server.s.grad, s.grad, atol=1e-7, rtol=1e-5)
+    else:
+        assert server.s.grad is None and not server.s.requires_grad
+    assert all("grad_z" not in u for u in updates.values())  # taken out: theta_f's gradients remain
+    mean = {name: sum(float(w) * updates[k][name] for k, w in enumerate(weights)) for name in updates[0]}
+    for name, p in feature.named_parameters():
+        assert torch.allclose(mean[name], p.grad, atol=1e-6, rtol=1e-5), name
+
+
+def test_server_sgnn_recomputes_the_round_dropout_masks(federation):
+    """With dropout, the back-propagated Z is the training-mode Z that was sent (same masks, no graph kept)."""
+    algorithm = ALGORITHMS.get("fedstruct")(sgnn_config(config={"dropout": 0.5}), federation, CPU)
+    server, clients = algorithm.build(Channel())
+    sent = {c.cid: server.payload_for(c, 1)["z_train"].clone() for c in clients}
+    evaluation = server.payload_for(clients[0], 1)["z"]
+    torch.rand(7)  # the global stream moves on between the download and the aggregation
+    seen = {}
+    original = server._embed
+
+    def spy(train):
+        out = original(train)
+        seen["z"] = out
+        return out
+
+    server._embed = spy
+    updates, weights = one_round_updates(server, clients)
+    server.structure_backward(updates, weights)
+    for c in clients:
+        assert torch.equal(seen["z"].detach()[server.train_nodes[c.cid]], sent[c.cid])
+    assert not torch.allclose(seen["z"].detach()[server.nodes[0]], evaluation)  # evaluation mode: no dropout
+
+
+def test_server_sgnn_fused_simulation_follows_the_clients(federation):
+    for nsf in ("h2v", "deg"):
+        clients = ALGORITHMS.get("fedstruct")(sgnn_config(nsf=nsf), federation, CPU).run()
+        fused = ALGORITHMS.get("fedstruct")(sgnn_config(nsf=nsf, simulation="fused"), federation, CPU).run()
+        for a, b in zip(clients.history, fused.history):
+            assert a["test_accuracy"] == pytest.approx(b["test_accuracy"])
+            assert a["test_loss"] == pytest.approx(b["test_loss"], abs=1e-5)
+        assert len(fused.ledger) == 0  # no Alg. 3, no NSF sharing, rounds not through the channel
+
+
+@pytest.mark.parametrize("nsf", ["h2v", "n2v"])
+def test_server_sgnn_ledger_holds_model_quantities_and_own_embeddings_only(federation, nsf):
+    """No client receives another client's features, labels, adjacency or S: theta_f, and z_v of its own nodes."""
+    channel = RecordingChannel()
+    algorithm = ALGORITHMS.get("fedstruct")(sgnn_config(nsf=nsf), federation, CPU)
+    algorithm.run(channel)
+    params = set(algorithm.server.parameters)
+    assert params and not any(name.startswith("structure") for name in params)  # theta_s stays at the server
+    members = {f"client{k}": c for k, c in enumerate(federation.clients)}
+    for sender, receiver, round_, payload in channel.payloads:
+        names = set(payload)
+        if receiver == "server":
+            data = members[sender]
+            if round_ == 0:
+                assert names == {"node_ids", "train_node_ids"}
+                assert torch.equal(payload["node_ids"], data.global_id)
+                continue
+            assert names == params | {"grad_z", "num_samples"}, names
+            assert payload["grad_z"].shape == (int(data.train_mask.sum()), CLASSES)
+            continue
+        data = members[receiver]
+        assert round_ >= 1 and names == params | {"z_train", "z"}, names
+        assert payload["z"].shape == (int(data.num_nodes), CLASSES)
+        assert payload["z_train"].shape == (int(data.train_mask.sum()), CLASSES)
+    assert {"x", "y", "edge_index", "nsf", "abar_rows", "abar_block_values"}.isdisjoint(channel.ledger.names())
+
+
+def test_server_sgnn_same_seed_same_numbers(federation):
+    cfg = sgnn_config(nsf="h2v", config={"dropout": 0.5})
+    first = ALGORITHMS.get("fedstruct")(cfg, federation, CPU).run()
+    assert ALGORITHMS.get("fedstruct")(cfg, federation, CPU).run().history == first.history
+    assert ALGORITHMS.get("fedstruct")(cfg.replace(seed=1), federation, CPU).run().history != first.history
+
+
+def test_structure_sage_is_the_official_layout():
+    from fglcore.models.structure_sage import StructureSAGE
+    model = StructureSAGE(16, [128, 64, 32], 7)
+    assert [c.out_channels for c in model.convs] == [128, 64, 32] and model.head.out_features == 7
+    assert isinstance(model.input_norm, torch.nn.BatchNorm1d) and not model.input_norm.track_running_stats
+    s, edges = torch.randn(10, 16), torch.tensor([[0, 1, 2, 3], [1, 2, 3, 4]])
+    assert model(s, edges).shape == (10, 7)
+    before = [p.detach().clone() for p in model.parameters()]
+    torch.manual_seed(3)
+    model.reset_parameters()
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+def test_linear_combiner_eq51(federation):
+    """Eq. 51's Theta_c: trained with theta (fused = clients for both structure GNNs), absent by default."""
+    for options in ({}, {"sgnn": "sage", "abar_protocol": "server", "sgnn_layers": [16, 8]}):
+        clients = ALGORITHMS.get("fedstruct")(config(combiner="linear", **options), federation, CPU)
+        result = clients.run()
+        fused = ALGORITHMS.get("fedstruct")(config(combiner="linear", simulation="fused", **options), federation,
+                                            CPU).run()
+        for a, b in zip(result.history, fused.history):
+            assert a["test_loss"] == pytest.approx(b["test_loss"], abs=1e-5)
+        assert "combiner.weight" in clients.server.parameters
+    default = ALGORITHMS.get("fedstruct")(config(), federation, CPU)
+    default.run()
+    assert not any("combiner" in name for name in default.server.parameters)
+    with pytest.raises(ConfigError, match="combiner: 'linear'.*needs branches='both'"):
+        config(combiner="linear", branches="structure")
+    with pytest.raises(ConfigError, match="algorithm_options.combiner"):
+        config(combiner="concat")
+
+
+def test_options_added_later_leave_stored_run_ids_alone(monkeypatch):
+    """sgnn, sgnn_layers and combiner came after FedStruct runs were stored: at their defaults they are not in the
+    run id, so those runs are still found (and copied between tables); another value is another run."""
+    from fglcore.results import run_id
+
+    plain = config(nsf="h2v")
+    explicit = config(nsf="h2v", sgnn="decoupled_gcn", sgnn_layers=[128, 64, 32], combiner="sum")
+    assert run_id(plain) == run_id(explicit)
+    assert run_id(config(nsf="h2v", combiner="linear")) != run_id(plain)
+    fedstruct = ALGORITHMS.get("fedstruct")
+    assert set(fedstruct.late_options) <= set(fedstruct.default_options)
+    before = run_id(plain)
+    monkeypatch.setattr(fedstruct, "late_options", ())
+    assert run_id(plain) != before  # without it, every stored FedStruct run id would change

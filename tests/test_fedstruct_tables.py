@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from fglcore.config import ExperimentConfig
 from fglcore.algorithms import ALGORITHMS
 from fglcore.compare import paper_entries
 from fglcore.config import ConfigError
@@ -30,6 +31,10 @@ def _matches(config, keys: set[tuple]) -> bool:
     ("2", lambda: ft.table2_configs(["Cora", "Chameleon"], [5, 10, 20], ft.TABLE2_ROWS, [0])),
     ("6", lambda: ft.partition_configs("6", ["Cora", "PubMed"], ["louvain", "random", "kmeans"], ft.TABLE6_ROWS, [0])),
     ("7", lambda: ft.partition_configs("7", ["Photo"], ["louvain", "random", "kmeans"], ft.TABLE7_ROWS, [0])),
+    ("8", lambda: ft.partition_configs("8", ["Cora", "CiteSeer", "Chameleon", "Photo"], ["louvain", "random", "kmeans"],
+                                       ["central_dgcn", "fedstruct_h2v", "fedstruct_n2v", "fedstruct_gnn_h2v",
+                                        "fedstruct_gnn_n2v"], [0])),
+    ("fig6", lambda: ft.figure6_configs("Photo", ft.FIG6_TRAIN, ft.FIG6_ROWS, [0])),
 ])
 def test_every_run_fills_a_cell_of_the_paper(table, build):
     configs = build()
@@ -106,4 +111,38 @@ def test_table8_gdv_row_is_the_global_graphs_gdv_with_its_73_wide_structure_feat
             ("gdv", "none", "server", 73, "8")
         ALGORITHMS.get("fedstruct").check_config(c)
     assert ft.row_fields("fedstruct_n2v", "Cora")["algorithm_options"]["structure_dim"] == 256  # Table 5's d_s
+    gnn = ExperimentConfig.from_dict({**ft.row_fields("fedstruct_gnn_gdv", "Cora"), "table": "8"})
+    o = gnn.algorithm_options
+    assert (o["nsf"], o["sgnn"], o["structure_dim"], o["sgnn_layers"], gnn.setting) == \
+        ("gdv", "sage", 73, [128, 64, 32], "nsf=gdv, sgnn=sage")
+    ALGORITHMS.get("fedstruct").check_config(gnn)
     assert all(_matches(c, _keys("8")) for c in table8)  # the paper's DGCN+GDV cells, so compare finds them
+
+
+def test_app_h_rows_and_figure6_plan():
+    """Table 8's GNN+X rows run the server's GraphSAGE with the official widths of the dataset; Fig. 6 is Fig.
+    4(a)'s labelled-fraction plan on K-means, with every paper curve and fraction, and its own seeds."""
+    cora, chameleon = ft.row_fields("fedstruct_gnn_n2v", "Cora"), ft.row_fields("fedstruct_gnn_h2v", "Chameleon")
+    assert cora["algorithm_options"]["sgnn"] == "sage" and cora["algorithm_options"]["nsf"] == "n2v"
+    assert cora["algorithm_options"]["abar_protocol"] == "server"
+    assert cora["algorithm_options"]["sgnn_layers"] == [128, 64, 32]
+    assert chameleon["algorithm_options"]["sgnn_layers"] == [256, 128]
+    assert ft.row_label("fedstruct", "nsf=h2v, sgnn=sage, train=0.01") == "FedStruct (GNN+H2V)"
+    plan = ft.ablations_plan(["Cora"], ["kmeans"], [], [], [0, 1], 2, "Chameleon", [5], [], fig6_dataset="Photo",
+                             fig6_train=[0.01, 0.5], fig6_seeds=[3])
+    fig6 = plan["fig6"]
+    assert {c.table for c in fig6} == {"fig6"} and {c.partition for c in fig6} == {"kmeans"}
+    assert {c.seed for c in fig6} == {3} and {c.dataset for c in fig6} == {"Photo"}
+    assert {c.num_clients for c in fig6 if c.algorithm != "central"} == {10}
+    assert sorted({tuple(c.split_ratios) for c in fig6}) == [(0.01, 0.1, 0.89), (0.5, 0.1, 0.4)]
+    assert {ft.row_setting(c.setting) for c in fig6} == {"", "nsf=h2v", "nsf=n2v, sgnn=decoupled_gcn",
+                                                         "nsf=h2v, sgnn=sage", "nsf=n2v, sgnn=sage"}
+    assert len(fig6) == 2 * 6  # six curves (central once per fraction), two fractions, one seed
+    assert plan["fig4a"] == [] and ft.ablations_plan(["Cora"], ["kmeans"], [], [], [0], 2, "Chameleon", [5],
+                                                     [])["fig6"] == []  # none unless asked for
+    assert ft.figure4a_configs("Cora", [0.05], ["fedsgd"], [0])[0].partition == "random"  # the shared path
+    with pytest.raises(ConfigError, match="fig6_train"):
+        ft.ablations_plan(["Cora"], ["kmeans"], [], [], [0], 2, "Chameleon", [5], [], fig6_train=[0.95])
+    with pytest.raises(ConfigError, match="fig6_methods"):
+        ft.ablations_plan(["Cora"], ["kmeans"], [], [], [0], 2, "Chameleon", [5], [], fig6_train=[0.1],
+                          fig6_methods=["fedstruct_gnn"])

@@ -68,6 +68,9 @@ class Algorithm:
     option_choices: ClassVar[dict[str, tuple[str, ...]]] = {}
     option_bounds: ClassVar[dict[str, Bounds]] = {}
     citation: ClassVar[str] = ""
+    late_options: ClassVar[tuple[str, ...]] = ()
+    """Options added after results were stored: :func:`~fglcore.results.run_id` leaves them out while they have
+    their default, so the runs stored before keep their run ids (and are still copied between tables)."""
     secure_aggregation_unsupported: ClassVar[str | None] = None
     models: ClassVar[tuple[str, ...] | None] = None
     """The backbones (``config.model``) the algorithm trains; ``None``: any registered model."""

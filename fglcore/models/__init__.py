@@ -61,6 +61,7 @@ file                       holds
 ``link_type_channel.py``   FedLit's :class:`~fglcore.models.link_type_channel.LinkTypeChannel`
 ``parameter_mixture.py``   APFL's :class:`~fglcore.models.parameter_mixture.ParameterMixture`
 ``fedstruct.py``           FedStruct's :class:`~fglcore.models.fedstruct.FedStructModel`
+``structure_sage.py``      its App. H server-side sGNN :class:`~fglcore.models.structure_sage.StructureSAGE`
 ``masked_gcn.py``          FED-PUB's :class:`~fglcore.models.masked_gcn.MaskedGCN`
 ``masked_gcn_conv.py``     FED-PUB's :class:`~fglcore.models.masked_gcn_conv.MaskedGCNConv`
 ``masked_linear.py``       FED-PUB's :class:`~fglcore.models.masked_linear.MaskedLinear`

@@ -8,6 +8,9 @@ from torch import Tensor, nn
 from torch_geometric.nn import MLP as PygMLP
 
 from fglcore.models.decoupled_gcn import DecoupledGCN
+from fglcore.models.structure_sage import ServerGraph, StructureSAGE
+
+COMBINERS = ("sum", "linear")
 
 
 def feature_branch_options(feature_hops: int = 2, input_layer_norm: bool = True) -> dict:
@@ -39,7 +42,7 @@ class FedStructModel(nn.Module):
       matrix over the nodes whose features it has.
 
     Both branches output class logits and are added, with no combination
-    layer (Eq. 10). ``feature_branch=False`` builds the structure branch
+    layer (Eq. 10; ``combiner="linear"``: App. H's Eq. 51). ``feature_branch=False`` builds the structure branch
     alone, :math:`q_v = z_v` (Fig. 4(b)'s "H2V s": the official code's
     ``data_type="structure"`` model, which has no :math:`\theta_f`);
     :meth:`structure_forward` gives :math:`z_v` of either model. Both MLPs are LayerNorm on the input, then Linear ->
@@ -49,6 +52,13 @@ class FedStructModel(nn.Module):
     Cora, ``[128, 64]`` for CiteSeer); the feature MLP has ``num_layers``
     layers of width ``hidden_channels`` (Table 5's :math:`\theta_f` rows all
     have one hidden layer).
+
+    ``sgnn_layers`` (App. H, the server knows the global graph): the structure branch is instead the
+    server-side GraphSAGE :class:`~fglcore.models.structure_sage.StructureSAGE` on the global graph,
+    :math:`Z = \mathrm{sGNN}_{\theta_s}(S, \mathcal E)` with ``sgnn_layers`` as its ``SAGEConv`` widths and a
+    linear head (Alg. 4); the ``abar`` argument is then a
+    :class:`~fglcore.models.structure_sage.ServerGraph` (global edges and the rows wanted) and
+    ``structure_hidden`` and ``input_layer_norm`` do not apply to it (it has its own input BatchNorm).
 
     Args:
         in_channels (int): node feature width :math:`d`.
@@ -62,6 +72,11 @@ class FedStructModel(nn.Module):
         input_layer_norm (bool): LayerNorm on each MLP's input.
         cached (bool): cache the feature branch's normalised local graph.
         feature_branch (bool): build the feature branch (default); ``False``: the structure branch alone.
+        sgnn_layers (list[int] | None): App. H's server-side GraphSAGE sGNN with these widths (``None``: Eq. 8).
+        combiner (str): ``"sum"`` (Eq. 10, the official code) or ``"linear"``: App. H's Eq. 51,
+            :math:`\hat y_v = \mathrm{softmax}(\Theta_c^\top (z_v \Vert h_v))`, :math:`\Theta_c \in
+            \mathbb R^{2c \times c}` learnt with :math:`\theta` (PyTorch's default ``Linear`` initialisation:
+            the paper gives none).
 
     Shapes:
         - **input:** node features :math:`(n_i, d)`, local edge indices :math:`(2, |\mathcal{E}_i|)`,
@@ -82,20 +97,38 @@ class FedStructModel(nn.Module):
         input_layer_norm: bool = True,
         cached: bool = True,
         feature_branch: bool = True,
+        sgnn_layers: Sequence[int] | None = None,
+        combiner: str = "sum",
     ):
         super().__init__()
+        if combiner not in COMBINERS or (combiner == "linear" and not feature_branch):
+            raise ValueError(f"combiner: one of {COMBINERS} (linear: with the feature branch), got {combiner!r}")
         self.feature = DecoupledGCN(in_channels, hidden_channels, out_channels, num_layers, dropout, cached=cached,
                                     **feature_branch_options(feature_hops, input_layer_norm)) if feature_branch else None
-        self.structure_norm = nn.LayerNorm(structure_channels) if input_layer_norm else None
-        self.structure = PygMLP([structure_channels, *structure_hidden, out_channels], dropout=dropout, norm=None,
-                                plain_last=True)
+        if sgnn_layers is not None:  # App. H: GraphSAGE on the global graph, run by the server
+            self.structure_norm = None
+            self.structure = StructureSAGE(structure_channels, sgnn_layers, out_channels, dropout)
+        else:
+            self.structure_norm = nn.LayerNorm(structure_channels) if input_layer_norm else None
+            self.structure = PygMLP([structure_channels, *structure_hidden, out_channels], dropout=dropout,
+                                    norm=None, plain_last=True)
+        # Eq. 51's Theta_c over (z || h), drawn last: the default ("sum") model draws what it drew without it
+        self.combiner = nn.Linear(2 * out_channels, out_channels, bias=False) if combiner == "linear" else None
 
     def reset_parameters(self) -> None:
         if self.feature is not None:
             self.feature.reset_parameters()
         if self.structure_norm is not None:
             self.structure_norm.reset_parameters()
-        self.structure.reset_parameters()
+        if self.structure is not None:
+            self.structure.reset_parameters()
+        if self.combiner is not None:
+            self.combiner.reset_parameters()
+
+    def combine(self, h: Tensor, z: Tensor) -> Tensor:
+        r"""The logits :math:`q_v` of the two embeddings: :math:`h_v + z_v` (Eq. 10) or, with
+        ``combiner="linear"``, :math:`\Theta_c^\top (z_v \Vert h_v)` (App. H, Eq. 51)."""
+        return h + z if self.combiner is None else self.combiner(torch.cat([z, h], dim=-1))
 
     def structure_embedding(self, s: Tensor) -> Tensor:
         r""":math:`G_{\theta_s}(S)`: the structure MLP on each row of ``s``."""
@@ -103,15 +136,19 @@ class FedStructModel(nn.Module):
             s = self.structure_norm(s)
         return self.structure(s)
 
-    def structure_forward(self, s: Tensor, abar: Tensor | Callable[[Tensor], Tensor]) -> Tensor:
+    def structure_forward(self, s: Tensor, abar: Tensor | Callable[[Tensor], Tensor] | ServerGraph) -> Tensor:
         r""":math:`Z^{[i]} = \bar A^{[i]} G_{\theta_s}(S)` (Eqs. 8-9): the node structure embeddings, class logits.
         ``abar`` is the sparse :math:`\bar A^{[i]}`, or an operator that applies it (e.g. as :math:`L_s` products
-        with :math:`\hat A`, :class:`~fglcore.algorithms.fedstruct.PowerRows`)."""
+        with :math:`\hat A`, :class:`~fglcore.algorithms.fedstruct.PowerRows`); with the App. H sGNN
+        (``sgnn_layers``) a :class:`~fglcore.models.structure_sage.ServerGraph`: :math:`z_v` of its rows."""
+        if isinstance(self.structure, StructureSAGE):
+            return self.structure(s, abar.edge_index).index_select(0, abar.rows)
         embedding = self.structure_embedding(s)
         return torch.sparse.mm(abar, embedding) if isinstance(abar, Tensor) else abar(embedding)
 
-    def forward(self, x: Tensor, edge_index: Tensor, s: Tensor, abar: Tensor | Callable[[Tensor], Tensor]) -> Tensor:
+    def forward(self, x: Tensor, edge_index: Tensor, s: Tensor,
+                abar: Tensor | Callable[[Tensor], Tensor] | ServerGraph) -> Tensor:
         if self.feature is None:
             return self.structure_forward(s, abar)
         h = self.feature(x, edge_index)  # before the structure branch: the dropout masks' draw order
-        return h + self.structure_forward(s, abar)
+        return self.combine(h, self.structure_forward(s, abar))

@@ -24,12 +24,14 @@
 # * **Table 7**: pruning ($p = 30$) against the full $\bar A$ ("-F") for every NSF;
 # * **Fig. 4(a)**: accuracy against the fraction of labelled training nodes on Cora;
 # * **Fig. 4(b)**: accuracy against the number of propagation layers on Cora;
-# * **Fig. 4(c)**: accuracy against the number of clients on Chameleon.
+# * **Fig. 4(c)**: accuracy against the number of clients on Chameleon;
+# * **Table 8**: the server knows the global graph (App. H): Node2Vec
+#   structure features and a GraphSAGE structure model run by the server;
+# * **Fig. 6**: Fig. 4(a)'s labelled fractions on Photo (K-means) with the
+#   App. H rows.
 #
-# Not here yet: Table 8 and Fig. 6 (the server knows the graph, App. H, with
-# GDV and Node2Vec structure features: Node2Vec needs PyG's random-walk
-# kernels from `pyg-lib` or `torch-cluster`, which have no wheel for this
-# torch).
+# Not here yet: the GDV structure features of Table 8 (their cells stay the
+# paper's).
 #
 # **What the full profile costs (measured 2026-11-26 on this project's shared
 # two-core CPU machine, one thread, CPU seconds per run; projected, not this
@@ -50,6 +52,28 @@
 # FedGCN-1hop/2hop and FED-PUB (70 runs), and the "-F" rows on PubMed (80
 # runs), which cannot run on this machine: PubMed's unpruned $\hat A^{20}$ is
 # dense (389 million values) and Alg. 3 exchanges it block by block.
+#
+# **App. H's rows (measured 2026-11-26, same machine, one thread, CPU seconds
+# of one run at Table 5's epochs, seed 0, timed outside this notebook).**
+# FedStruct (GNN+H2V), random partition: Cora 2.8 s (76.6 %), CiteSeer 10.0
+# s, Chameleon 5.9 s; Fig. 6's (GNN+H2V) on Photo (K-means, 10% labelled):
+# 35 s (91.7 %; 122 s before the server's GraphSAGE ran on the sparse
+# operators of `fglcore.models.operators`, the same numbers). A GNN+N2V run
+# costs the same training plus Node2Vec on the global graph, once per dataset
+# and seed (cached on disk and shared with the DGCN+N2V row and every Fig. 6
+# fraction): (GNN+N2V) on Cora 737 s (81.2 %), of which about 734 s are
+# Node2Vec (12 CPU minutes a seed on Cora; on Photo, 2.8 times the walks,
+# about 35 minutes by that ratio, not measured). Projection for the full profile: Table 8's two GNN rows
+# (Cora, CiteSeer, Chameleon x 3 partitions x 10 seeds = 180 runs) about
+# 0.3 hours on one thread, beside the Node2Vec trainings the DGCN+N2V row
+# already pays; Fig. 6 (6 curves x 3 fractions x 10 seeds = 180 runs on
+# Photo; per run FedSGD GNN about 25 s, FedStruct (H2V) 31, (DGCN+N2V) 46
+# (the "-F" $\bar A$), (GNN+H2V) 35, (GNN+N2V) 35, Central GNN 30; all but the
+# GNN rows are `3_results`' Photo timings) about 1.7 hours on one thread, plus
+# ten Node2Vec trainings on Photo (one per seed, about 6 hours by the
+# estimate above). Table 8's Node2Vec trainings (3 datasets x 10 seeds, about
+# 6 hours at Cora's 12 minutes) are shared by its DGCN+N2V and GNN+N2V rows.
+# These 360 runs come on top of the 8,180 above.
 
 # %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
@@ -59,7 +83,7 @@ partitions = ["louvain", "random", "kmeans"]  # columns of Tables 6 and 7
 table6_methods = ["central", "central_dgcn", "central_mlp", "fedavg", "fedsgd", "fedavg_dgcn", "fedsgd_dgcn", "fedavg_mlp", "fedsgd_mlp", "fedsage_plus", "fedpub", "fedgcn_1hop", "fedgcn_2hop", "fedstruct_deg", "fedstruct_fedstar", "fedstruct_h2v", "fedstruct_h2v_f", "local", "local_dgcn", "local_mlp"]  # Table 6 rows
 table7_methods = ["fedstruct_deg", "fedstruct_fedstar", "fedstruct_h2v", "fedstruct_deg_f", "fedstruct_fedstar_f", "fedstruct_h2v_f"]  # Table 7 rows
 table8_datasets = ["Cora"]  # Table 8 datasets (paper: the six of Table 6; Node2Vec takes minutes a seed, GDV seconds once a graph)
-table8_methods = ["central_dgcn", "fedstruct_h2v", "fedstruct_gdv", "fedstruct_n2v"]  # Table 8 rows (DGCN+GDV, DGCN+N2V: the server knows the graph)
+table8_methods = ["central_dgcn", "fedstruct_h2v", "fedstruct_gdv", "fedstruct_n2v", "fedstruct_gnn_h2v", "fedstruct_gnn_gdv", "fedstruct_gnn_n2v"]  # Table 8 rows (DGCN/GNN + GDV/N2V, GNN+H2V: the server knows the graph)
 seeds = [0, 1]  # runs per cell (paper: 10)
 rounds = 0  # training rounds; 0 keeps Table 5's epochs per dataset
 fig4c_dataset = "Chameleon"  # Fig. 4(c)'s dataset
@@ -74,6 +98,10 @@ fig4b_layers = [1, 2, 5, 10, 20, 30, 50]  # Fig. 4(b)'s numbers of propagation l
 fig4b_methods = ["fedstruct_deg", "fedstruct_fedstar", "fedstruct_h2v", "fedstruct_h2v_s", "central", "fedsgd"]  # Fig. 4(b)'s curves
 fig4b_reading = "structure"  # layers of FedStruct: "structure" (L_s of A-bar, official script) or "both" (also the feature branch's L)
 fig4b_seeds = [0]  # runs per Fig. 4(b) point (official script: 50)
+fig6_dataset = "Photo"  # Fig. 6's dataset (App. H.3: K-means partition, 10 clients)
+fig6_train = [0.01, 0.1, 0.5]  # Fig. 6's labelled fractions x, split x / 10% / 90% - x (paper: 1%, 10%, 50%)
+fig6_methods = ["fedsgd", "fedstruct_h2v", "fedstruct_gnn_h2v", "central"]  # Fig. 6's curves (full adds fedstruct_n2v, fedstruct_gnn_n2v: Node2Vec on Photo)
+fig6_seeds = [0]  # runs per Fig. 6 point (paper: 10)
 progress = True  # show progress bars
 
 # %%
@@ -88,7 +116,8 @@ from fglcore.results import ResultStore
 plan = ft.ablations_plan(datasets, partitions, table6_methods, table7_methods, seeds, rounds, fig4c_dataset,
                          fig4c_clients, fig4c_methods, fig4a_dataset, fig4a_train, fig4a_methods, fig4b_dataset,
                          fig4b_clients, fig4b_layers, fig4b_methods, fig4b_reading, fig4b_seeds, table8_methods,
-                         table8_datasets)  # every run below, validated before any runs
+                         table8_datasets, fig6_dataset=fig6_dataset, fig6_train=fig6_train, fig6_methods=fig6_methods,
+                         fig6_seeds=fig6_seeds)  # every run below, validated before any runs
 out = paths.resolve_output_dir(output_dir, profile, "fedstruct")
 runtime.set_threads()
 plotting.set_style()
@@ -166,22 +195,36 @@ if {True, False} <= set(means7.columns):
     print((means7[False] - means7[True]).round(2).unstack("row").to_string())
 
 # %% [markdown]
-# ## Table 8: GDV and Node2Vec features when the server knows the graph (App. H)
+# ## Table 8: the server knows the graph (App. H)
 #
 # App. H lets the server hold the global graph, so task-agnostic features
-# that need it (Node2Vec, GDV) become possible and the server can propagate
-# them itself. Node2Vec here is PyG's `Node2Vec` with the official settings
-# (walks of 20, context 10, 10 walks a node, p = q = 1, 50 epochs), trained
-# on the global graph for each seed (`fglcore.data.node_structure`). GDV is
-# each node's counts of the 73 orbits of the graphlets on 2-5 nodes (Pržulj
-# 2007), counted exactly by ORCA's method (`fglcore.data.graphlets`) on the
-# global graph and standardised per orbit as the official code does (73
-# features, so `structure_dim` 73 in that row). The rows "DGCN+GDV" and
-# "DGCN+N2V" are read as those features with the unpruned $\bar A$ that the
-# server computes (`abar_protocol="server"`, `pruning="none"`), the two
-# branches summed as in FedStruct (App. H's linear combiner $\Theta_c$ is
-# not modelled; the official code adds the outputs too). The GraphSAGE
-# structure model (GNN+X rows) is not implemented: its cells stay the paper's.
+# that need it (Node2Vec, GDV) become possible and the server can run the
+# structure model itself. Node2Vec here is PyG's `Node2Vec` with the official
+# settings (walks of 20, context 10, 10 walks a node, p = q = 1, 50 epochs),
+# trained on the global graph for each seed (`fglcore.data.node_structure`).
+# GDV is each node's counts of the 73 orbits of the graphlets on 2-5 nodes
+# (Pržulj 2007), counted exactly by ORCA's method (`fglcore.data.graphlets`)
+# on the global graph and standardised per orbit as the official code does
+# (73 features, so `structure_dim` 73 in that row).
+#
+# * **DGCN+GDV**, **DGCN+N2V** (`fedstruct_gdv`, `fedstruct_n2v`): those
+#   features with the unpruned $\bar A$ that the server computes
+#   (`abar_protocol="server"`, `pruning="none"`), the two branches summed as
+#   in FedStruct.
+# * **GNN+H2V**, **GNN+GDV**, **GNN+N2V** (`fedstruct_gnn_h2v`,
+#   `fedstruct_gnn_gdv`, `fedstruct_gnn_n2v`, option `sgnn="sage"`): Alg. 4. The server computes
+#   $Z = \mathrm{sGNN}_{\theta_s}(S, \mathcal E)$ with a GraphSAGE on the
+#   whole graph (the official `GNN_structure_layers_sizes`: [128, 64, 32] then
+#   a linear head to the classes; [256, 128] on Chameleon), sends each client
+#   $z_v$ for its nodes, and the client adds it to its feature branch's logits
+#   (the official code's sum; the paper's linear combiner $\Theta_c$, Eq. 51,
+#   is the option `combiner="linear"`). Training is FedSGD: the clients return
+#   $\partial \mathcal L_i / \partial z_v$ for their labelled nodes and the
+#   server back-propagates the weighted sum through the GraphSAGE (Prop. 4's
+#   chain rule; `tests/test_fedstruct.py` checks it against autograd on the
+#   whole model). With Hop2Vec, $S$ is learnt at the server, as in the
+#   official code. The runs use the fused simulation (the same trajectory in
+#   one pass per round).
 
 # %%
 results8 = experiment.sweep(plan["table8"], out / "results.csv", progress=progress, desc="Table 8")
@@ -309,12 +352,48 @@ plotting.save_figure(fig, out / "4_figure4c.png")
 display(fig)
 
 # %% [markdown]
+# ## Fig. 6: few labels when the server knows the graph (App. H.3)
+#
+# Photo, K-means, 10 clients, a split of $x$ / 10% / $(90 - x)$%, the same
+# plan as Fig. 4(a) (`ft.figure6_configs`). The paper's values are integers
+# decoded from the figure (`paper.yaml`, fig6; the legend order is taken as
+# the series order, digest §5.8). Its message: at 1% labels a GraphSAGE
+# structure model falls to FedSGD's level, while the decoupled GCN stays near
+# Central GNN. The smoke profile runs a stand-in on Cora (no paper cells).
+
+# %%
+results6f = experiment.sweep(plan["fig6"], out / "results.csv", progress=progress, desc="Fig. 6")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+curve6 = ft.curve_table(results6f, "fig6", "train")
+print(curve6.to_string(index=False))
+if not results6f.empty:
+    comparison6f = compare.compare(results6f, "fedstruct", table="fig6")
+    ran6f = comparison6f[comparison6f["status"] != "missing"]
+    print(ran6f[["method", "setting", "paper_mean", "ours_mean", "delta", "status"]].to_string(index=False))
+
+# %%
+paper6 = compare.paper_entries("fedstruct", "fig6").assign(
+    train=lambda f: [ft.token_value(s, "train") for s in f["setting"]],
+    row=lambda f: [ft.row_label(m, s, md) for m, s, md in zip(f["method"], f["setting"], f["model"])])
+fig, axes = plotting.new_figure(ncols=2, sharey=True)
+plotting.curves(paper6, "train", "mean", "row", xlabel="fraction of labelled nodes in training",
+                ylabel="test accuracy (%)", title="Fig. 6, the paper (decoded): Photo, K-means, 10 clients",
+                log_x=10, ax=axes[0])
+plotting.curves(curve6, "train", "mean", "row", xlabel="fraction of labelled nodes in training",
+                ylabel="test accuracy (%)", title=f"Fig. 6, ours: {fig6_dataset}, K-means, 10 clients", log_x=10,
+                ax=axes[1])
+plotting.save_figure(fig, out / "4_figure6.png")
+display(fig)
+
+# %% [markdown]
 # ## Claims and report
 
 # %%
 # NBVAL_CHECK_OUTPUT
-display(compare.claims_table(compare.check_claims(pd.concat([results6, results7, results4a, results4c]), "fedstruct",
-                                                  tables=["6", "7", "fig4a", "fig4c"])))
+display(compare.claims_table(compare.check_claims(pd.concat([results6, results7, results4a, results4c, results6f]),
+                                                  "fedstruct", tables=["6", "7", "fig4a", "fig4c", "fig6"])))
 all_rows = ResultStore(out / "results.csv").read()
 report, report_claims = compare.write_report(out, all_rows, "fedstruct")
 print(report.groupby(["table", "status"]).size().unstack(fill_value=0).to_string())

@@ -35,7 +35,8 @@ registry's ``decoupled_gcn`` with Table 5's :math:`\\theta_f` and its depth
 Figures (``notebooks/fedstruct/4_ablations``, :func:`ablations_plan`): Fig. 4(a)
 (:func:`figure4a_configs`, labelled fraction as the setting token ``train=``),
 Fig. 4(b) (:func:`figure4b_configs`, number of layers as ``layers=``, what it sets
-per row: :func:`with_depth`) and Fig. 4(c) (number of clients).
+per row: :func:`with_depth`), Fig. 4(c) (number of clients) and Fig. 6 (:func:`figure6_configs`, App. H.3: Fig.
+4(a)'s labelled fractions on Photo, K-means, with the server-knows-the-graph rows).
 """
 from __future__ import annotations
 
@@ -81,6 +82,13 @@ GNN_LAYERS: dict[str, list[int]] = {
     "Photo": [256, 128], "Amazon-ratings": [256, 256, 128],
 }
 """Hidden widths of the baselines' GraphSAGE in the official code (``paper.yaml`` settings.baselines.gnn)."""
+SGNN_LAYERS: dict[str, list[int]] = {
+    "Cora": [128, 64, 32], "CiteSeer": [128, 64, 32], "PubMed": [128, 64, 32], "Chameleon": [256, 128],
+    "Photo": [128, 64, 32], "Amazon-ratings": [128, 64],
+}
+"""``SAGEConv`` widths of App. H's server-side structure GraphSAGE (Table 8's "GNN+X" rows, Fig. 6), before its
+linear head: the official configs' ``GNN_structure_layers_sizes`` (digest §7.2 item 23); FedStruct's option
+``sgnn_layers``."""
 
 
 @dataclass(frozen=True)
@@ -138,15 +146,25 @@ ROWS: dict[str, Row] = {
     "fedstruct_gdv": Row("FedStruct (DGCN+GDV)", "fedstruct", "decoupled_gcn",
                          {"nsf": "gdv", "pruning": "none", "abar_protocol": "server", "structure_dim": 73},
                          "nsf=gdv, sgnn=decoupled_gcn"),
+    "fedstruct_gnn_h2v": Row("FedStruct (GNN+H2V)", "fedstruct", "decoupled_gcn",
+                             {"nsf": "h2v", "sgnn": "sage", "abar_protocol": "server"}, "nsf=h2v, sgnn=sage"),
+    "fedstruct_gnn_n2v": Row("FedStruct (GNN+N2V)", "fedstruct", "decoupled_gcn",
+                             {"nsf": "n2v", "sgnn": "sage", "abar_protocol": "server"}, "nsf=n2v, sgnn=sage"),
+    "fedstruct_gnn_gdv": Row("FedStruct (GNN+GDV)", "fedstruct", "decoupled_gcn",
+                             {"nsf": "gdv", "sgnn": "sage", "abar_protocol": "server", "structure_dim": 73},
+                             "nsf=gdv, sgnn=sage"),
     "local": Row("Local GNN", "local", "sage"),
     "local_dgcn": Row("Local DGCN", "local", "decoupled_gcn"),
     "local_mlp": Row("Local MLP", "local", "mlp"),
 }
 """Every row of Tables 2, 6, 7 and 8 (Table 8's ``fedstruct_n2v``, "DGCN+N2V" where the server knows the global
-graph, App. H, is read as Node2Vec NSFs of the global graph with the unpruned :math:`\bar A` computed by the
+graph, App. H, is read as Node2Vec NSFs of the global graph with the unpruned :math:`\\bar A` computed by the
 server, FedStruct's own sum of the two branches: the digest's §7.2 item 23; ``fedstruct_gdv``, "DGCN+GDV", the
 same with the global graph's GDV, whose width is its 73 orbits instead of Table 5's :math:`d_s` (a row's own
-``structure_dim`` is kept by :func:`row_fields`); and the central model on the clients' subgraphs without their cross edges, for
+``structure_dim`` is kept by :func:`row_fields`); Table 8's "GNN+H2V" and "GNN+N2V",
+``fedstruct_gnn_h2v`` and ``fedstruct_gnn_n2v``, replace :math:`\\bar A\\,G_{\\theta_s}(S)` by the server's
+GraphSAGE on the global graph, option ``sgnn="sage"`` with :data:`SGNN_LAYERS`, the outputs summed as the
+official code (``fedstruct_gnn_gdv`` likewise with GDV); and the central model on the clients' subgraphs without their cross edges, for
 the motivation, and Fig. 4(b)'s "H2V s": FedStruct's structure branch alone, trained and predicting, the official
 ``data_type="structure"``, :mod:`fglcore.algorithms.fedstruct` option ``branches``; ``fedstruct_h2v_s_f`` the
 same on the unpruned :math:`\\bar A`, as the official layers script computes it: ``graph.obtain_a(DGCN_layers)``
@@ -204,6 +222,11 @@ def row_fields(row_id: str, dataset: str) -> dict[str, Any]:
         fields["algorithm_options"].update(structure_hops=int(t5["L_s"]), feature_hops=int(t5["L"]),
                                            structure_dim=int(row.options.get("structure_dim", t5["d_s"])), prune_p=int(t5["p"]),
                                            structure_hidden=[int(h) for h in theta_s[1:-1]], simulation="fused")
+        if row.options.get("sgnn") == "sage":  # App. H's server GraphSAGE: the official widths of the dataset
+            if dataset not in SGNN_LAYERS:
+                raise ConfigError(f"dataset: no official structure GraphSAGE widths for {dataset!r}; accepted: "
+                                  f"{', '.join(SGNN_LAYERS)}")
+            fields["algorithm_options"]["sgnn_layers"] = list(SGNN_LAYERS[dataset])
     else:
         model = row.model
         if model is None:
@@ -502,6 +525,12 @@ structure branch alone, trained and predicting, as the official layers script's 
 row of a GraphSAGE, a decoupled GCN or FedStruct can be added, e.g. ``fedsgd_dgcn``, or
 ``fedstruct_h2v_s_f``, "H2V s" on the unpruned :math:`\\bar A` of the official layers script (the quick and full
 profiles add it)."""
+FIG6_ROWS = ["fedsgd", "fedstruct_h2v", "fedstruct_n2v", "fedstruct_gnn_h2v", "fedstruct_gnn_n2v", "central"]
+"""Fig. 6's curves (App. H.3: Photo, K-means, 10 clients), in its legend order: FedSGD GNN, FedStruct (dGCN, H2V)
+(the server not knowing the graph, as ``paper.yaml``'s fig6 entries "nsf=h2v"), (dGCN, N2V), (GNN, H2V),
+(GNN, N2V), Central GNN."""
+FIG6_TRAIN = [0.01, 0.1, 0.5]
+"""Fig. 6's labelled fractions (the values decoded from the figure, digest §5.8)."""
 FIG4B_LAYERS = list(range(1, 51))
 """Fig. 4(b)'s depths: the official layers script runs 0-50 (digest 5.8); depth 0 is left out (no GraphSAGE of
 zero layers, and FedStruct's :math:`\\bar A = \\hat A^0 = I` drops the structure's graph)."""
@@ -584,13 +613,25 @@ def partition_configs(table: str, datasets: Iterable[str], partitions: Iterable[
     return configs
 
 
+def label_fraction_configs(table: str, dataset: str, partition: str, train: Iterable[float], row_ids: Iterable[str],
+                           seeds: Iterable[int], rounds: int = 0, num_clients: int = 10) -> list[ExperimentConfig]:
+    """A labelled-fraction figure: every row at every fraction ``x`` of ``train`` (split x / 10% / 90% - x),
+    ``partition``, ``num_clients`` clients; settings carry ``train=<x>`` as ``paper.yaml``'s figure entries."""
+    row_ids = list(row_ids)
+    return [c for x in train for c in partition_configs(table, [dataset], [partition], row_ids, seeds, rounds,
+                                                        [num_clients], train=float(x))]
+
+
 def figure4a_configs(dataset: str, train: Iterable[float], row_ids: Iterable[str], seeds: Iterable[int],
                      rounds: int = 0, num_clients: int = 10) -> list[ExperimentConfig]:
-    """Fig. 4(a): every row at every labelled fraction ``x`` of ``train`` (split x / 10% / 90% - x), random
-    partition, ``num_clients`` clients; settings carry ``train=<x>`` as ``paper.yaml``'s fig4a entries."""
-    row_ids = list(row_ids)
-    return [c for x in train for c in partition_configs("fig4a", [dataset], ["random"], row_ids, seeds, rounds,
-                                                        [num_clients], train=float(x))]
+    """Fig. 4(a): :func:`label_fraction_configs` with the random partition (Cora in the paper)."""
+    return label_fraction_configs("fig4a", dataset, "random", train, row_ids, seeds, rounds, num_clients)
+
+
+def figure6_configs(dataset: str, train: Iterable[float], row_ids: Iterable[str], seeds: Iterable[int],
+                    rounds: int = 0, num_clients: int = 10) -> list[ExperimentConfig]:
+    """Fig. 6 (App. H.3): :func:`label_fraction_configs` with the K-means partition (Photo in the paper)."""
+    return label_fraction_configs("fig6", dataset, "kmeans", train, row_ids, seeds, rounds, num_clients)
 
 
 def figure4b_configs(dataset: str, layers: Iterable[int], row_ids: Iterable[str], seeds: Iterable[int],
@@ -611,9 +652,10 @@ def ablations_plan(datasets: Sequence[str], partitions: Sequence[str], table6_me
                    fig4b_dataset: str = "Cora", fig4b_clients: int = 5, fig4b_layers: Sequence[int] = (),
                    fig4b_methods: Sequence[str] = FIG4B_ROWS, fig4b_reading: str = "structure",
                    fig4b_seeds: Sequence[int] | None = None, table8_methods: Sequence[str] = (),
-                   table8_datasets: Sequence[str] = ()) -> dict[str, Any]:
+                   table8_datasets: Sequence[str] = (), fig6_dataset: str = "Photo", fig6_train: Sequence[float] = (),
+                   fig6_methods: Sequence[str] = FIG6_ROWS, fig6_seeds: Sequence[int] | None = None) -> dict[str, Any]:
     """What ``notebooks/fedstruct/4_ablations`` runs: ``{"ready", "table6", "table7", "table8", "fig4a", "fig4b",
-    "fig4c", "not_implemented"}``.
+    "fig4c", "fig6", "not_implemented"}``.
 
     Tables 6 and 7: 10 clients, every available dataset of ``datasets`` × ``partitions``; Table 8: the same
     on the available ``table8_datasets`` with ``table8_methods`` (Node2Vec costs minutes a seed on Cora; the
@@ -622,8 +664,10 @@ def ablations_plan(datasets: Sequence[str], partitions: Sequence[str], table6_me
     clients); Fig. 4(b): those of ``fig4b_methods`` over ``fig4b_layers`` on ``fig4b_dataset`` (K-means,
     ``fig4b_clients`` clients, ``fig4b_reading`` of :func:`with_depth`, ``fig4b_seeds`` or else ``seeds``);
     Fig. 4(c): the FedStruct and baseline curves over ``fig4c_clients`` on ``fig4c_dataset``, random
-    partition. An empty ``fig4a_train`` / ``fig4b_layers`` runs no Fig. 4(a) / 4(b). Called by the notebook
-    and by ``fgl run``.
+    partition; Fig. 6: the curves of ``fig6_methods`` over the labelled fractions ``fig6_train`` on
+    ``fig6_dataset`` (K-means, 10 clients, ``fig6_seeds`` or else ``seeds``; :func:`figure6_configs`, the same
+    code path as Fig. 4(a)'s). An empty ``fig4a_train`` / ``fig4b_layers`` / ``fig6_train`` runs no Fig. 4(a) /
+    4(b) / 6. Called by the notebook and by ``fgl run``.
     """
     from fglcore import experiment
     from fglcore.checks import NON_NEGATIVE, POSITIVE, Bounds
@@ -633,24 +677,27 @@ def ablations_plan(datasets: Sequence[str], partitions: Sequence[str], table6_me
     experiment.check_datasets("fig4c_dataset", fig4c_dataset, "node")
     experiment.check_datasets("fig4a_dataset", fig4a_dataset, "node")
     experiment.check_datasets("fig4b_dataset", fig4b_dataset, "node")
+    experiment.check_datasets("fig6_dataset", fig6_dataset, "node")
     if table8_datasets:
         experiment.check_datasets("table8_datasets", table8_datasets, "node")
     NON_NEGATIVE.check("parameter 'rounds'", rounds)
     POSITIVE.check("parameter 'fig4c_clients'", list(fig4c_clients))
     Bounds(above=0, below=0.9).check("parameter 'fig4a_train'", [float(x) for x in fig4a_train])
+    Bounds(above=0, below=0.9).check("parameter 'fig6_train'", [float(x) for x in fig6_train])
     POSITIVE.check("parameter 'fig4b_layers'", list(fig4b_layers))
     POSITIVE.check("parameter 'fig4b_clients'", fig4b_clients)
     if fig4b_reading not in FIG4B_READINGS:
         raise ConfigError(f"parameter 'fig4b_reading': {fig4b_reading!r} is not accepted; accepted: "
                           f"{', '.join(FIG4B_READINGS)}")
     fig4b_seeds = list(seeds if fig4b_seeds is None else fig4b_seeds)
-    experiment.check_lists(fig4b_seeds=fig4b_seeds)
+    fig6_seeds = list(seeds if fig6_seeds is None else fig6_seeds)
+    experiment.check_lists(fig4b_seeds=fig4b_seeds, fig6_seeds=fig6_seeds)
     ready = available(datasets)
     missing_rows: list[str] = []
     for name, rows_ in (("table6_methods", table6_methods), ("table7_methods", table7_methods),
                         ("table8_methods", table8_methods),
                         ("fig4c_methods", fig4c_methods), ("fig4a_methods", fig4a_methods),
-                        ("fig4b_methods", fig4b_methods)):
+                        ("fig4b_methods", fig4b_methods), ("fig6_methods", fig6_methods)):
         with experiment.parameters_named({"algorithm": name, "methods": name}):
             missing_rows += split_rows(rows_)[1]
     common = {"seed": "seeds", "dataset": "datasets", "rounds": "rounds", "partition": "partitions"}
@@ -676,5 +723,10 @@ def ablations_plan(datasets: Sequence[str], partitions: Sequence[str], table6_me
                                           "algorithm_options.structure_hops": "fig4b_layers"}):
             fig4b = figure4b_configs(fig4b_dataset, fig4b_layers, fig4b_methods, fig4b_seeds, rounds, fig4b_clients,
                                      fig4b_reading)
+    fig6 = []
+    if fig6_train and dataset_availability([fig6_dataset])["available"].all():
+        with experiment.parameters_named({**common, "algorithm": "fig6_methods", "dataset": "fig6_dataset",
+                                          "split_ratios": "fig6_train", "seed": "fig6_seeds"}):
+            fig6 = figure6_configs(fig6_dataset, fig6_train, fig6_methods, fig6_seeds, rounds)
     return {"ready": ready, "table6": table6, "table7": table7, "table8": table8, "fig4a": fig4a, "fig4b": fig4b,
-            "fig4c": fig4c, "not_implemented": list(dict.fromkeys(missing_rows))}
+            "fig4c": fig4c, "fig6": fig6, "not_implemented": list(dict.fromkeys(missing_rows))}
