@@ -107,6 +107,38 @@ def test_the_run_aggregates_the_clients_nodes_exactly():
         assert torch.allclose(target.var[c], rows[ys == c].var(0), atol=1e-5)
 
 
+@pytest.mark.parametrize("hops", [1, 2])
+def test_chunked_propagation_of_selected_rows_is_bit_identical(monkeypatch, hops):
+    """Eq. 5 in edge chunks and for some rows only: the same bits as one ``index_add`` over all edges
+    (the former computation), and the dense :math:`[X \\Vert \\hat AX \\Vert \\hat A^2X]` up to rounding."""
+    from torch_geometric.nn.conv.gcn_conv import gcn_norm
+
+    data = synthetic_client(5, n=40)
+    x = torch.randn(40, 7, generator=torch.Generator().manual_seed(1))
+    index, weight = gcn_norm(data.edge_index, None, 40, False, True, "source_to_target", x.dtype)
+    parts, current = [x], x
+    for _ in range(hops):  # one index_add over all edges
+        current = torch.zeros_like(current).index_add(0, index[1], current[index[0]] * weight.view(-1, 1))
+        parts.append(current)
+    whole = torch.cat(parts, dim=1)
+    a_hat = torch.zeros(40, 40).index_put((index[1], index[0]), weight, accumulate=True)
+    dense = torch.cat([x] + [torch.linalg.matrix_power(a_hat, k) @ x for k in range(1, hops + 1)], dim=1)
+    rows = data.train_mask.nonzero().view(-1)
+    monkeypatch.setattr(O, "PROPAGATION_CHUNK_BYTES", 3 * 7 * 4)  # three edges a chunk
+    assert torch.equal(O.propagated_features(x, data.edge_index, hops), whole)
+    assert torch.equal(O.propagated_features(x, data.edge_index, hops, rows=rows), whole[rows])
+    assert torch.allclose(whole, dense, atol=1e-5)
+
+
+def test_class_statistics_of_float32_rows_equal_those_of_float64_rows():
+    """Converting each class's rows to float64 alone gives the bits of converting all rows first."""
+    g = torch.Generator().manual_seed(4)
+    features, labels = torch.randn(50, 9, generator=g), torch.randint(0, 4, (50,), generator=g)
+    ours, reference = O.class_statistics(features, labels, 4), O.class_statistics(features.double(), labels, 4)
+    for field in ("count", "mean", "var"):
+        assert torch.equal(getattr(ours, field), getattr(reference, field))
+
+
 def test_the_ledger_holds_one_upload_and_one_download_per_client():
     algorithm, result = run()
     frame = result.ledger.to_frame()

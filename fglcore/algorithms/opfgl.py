@@ -246,7 +246,7 @@ def propagated_features(x: Tensor, edge_index: Tensor, hops: int, edge_weight: T
             for start in range(0, src.numel(), chunk):
                 stop = start + chunk
                 out.index_add_(0, tgt[start:stop], current[src[start:stop]] * w[start:stop].view(-1, 1))
-        parts.append(out)
+        parts.append(out if rows is None or hop == hops - 1 else out[rows])
         current = out
     return torch.cat(parts, dim=1)
 
