@@ -130,13 +130,32 @@ def test_chunked_propagation_of_selected_rows_is_bit_identical(monkeypatch, hops
     assert torch.allclose(whole, dense, atol=1e-5)
 
 
-def test_class_statistics_of_float32_rows_equal_those_of_float64_rows():
-    """Converting each class's rows to float64 alone gives the bits of converting all rows first."""
+def test_class_statistics_in_column_blocks_equal_those_of_all_float64_rows(monkeypatch):
+    """Each class's rows turned to float64 a few columns at a time: the bits of one float64 mean and
+    unbiased variance over all the class's rows (the former computation)."""
     g = torch.Generator().manual_seed(4)
     features, labels = torch.randn(50, 9, generator=g), torch.randint(0, 4, (50,), generator=g)
-    ours, reference = O.class_statistics(features, labels, 4), O.class_statistics(features.double(), labels, 4)
-    for field in ("count", "mean", "var"):
-        assert torch.equal(getattr(ours, field), getattr(reference, field))
+    labels[labels == 3] = 2
+    labels[0] = 3  # one node: left out (A3)
+    monkeypatch.setattr(O, "STATISTICS_BLOCK_BYTES", 8 * 20 * 2)  # two columns a block for 20 rows
+    ours = O.class_statistics(features, labels, 4)
+    double = features.double()
+    for c in range(3):
+        assert ours.count[c] == int((labels == c).sum())
+        assert torch.equal(ours.mean[c], double[labels == c].mean(0))
+        assert torch.equal(ours.var[c], double[labels == c].var(0, unbiased=True))
+    assert ours.count[3] == 0 and not ours.mean[3].any() and not ours.var[3].any()
+
+
+def test_column_blocks_cover_every_column_once_without_a_one_column_block():
+    assert O.column_blocks(9, 2) == [(0, 2), (2, 4), (4, 6), (6, 9)]
+    assert O.column_blocks(16830, 2796) == [(16830 * i // 7, 16830 * (i + 1) // 7) for i in range(7)]
+    assert O.column_blocks(5, 100) == [(0, 5)] and O.column_blocks(1, 0) == [(0, 1)]
+    for columns in range(1, 40):
+        for width in range(0, 12):
+            blocks = O.column_blocks(columns, width)
+            assert [b for a, b in blocks][:-1] == [a for a, b in blocks][1:] and blocks[0][0] == 0
+            assert blocks[-1][1] == columns and (columns == 1 or min(b - a for a, b in blocks) >= 2)
 
 
 def test_the_ledger_holds_one_upload_and_one_download_per_client():
