@@ -18,7 +18,7 @@ export FGL_THREADS ?= 2
 # An offline mirror in PyG raw layout beside the checkout is used when present.
 export FGL_DATA_MIRROR ?= $(abspath $(wildcard ../shared/data))
 
-.PHONY: venv reproduce test notebooks benchmark benchmark-fedstar benchmark-node benchmark-opfgl
+.PHONY: venv reproduce test notebooks benchmark benchmark-fedstar benchmark-node benchmark-opfgl benchmark-opfgl-memory
 
 venv: $(STAMP)
 
@@ -57,3 +57,7 @@ benchmark-node: $(STAMP)
 # O-pFGL on Cora, Louvain+, 10 clients: seconds of each phase (condensation, Stage 1, Stage 2) for seeds 0-2.
 benchmark-opfgl: $(STAMP)
 	FGL_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python benchmarks/opfgl_speed.py --seeds 0 1 2
+
+# O-pFGL on Coauthor CS, Louvain+, 10 clients: peak resident memory and seconds of each phase (Physics: --dataset Physics).
+benchmark-opfgl-memory: $(STAMP)
+	FGL_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python benchmarks/opfgl_memory.py --dataset CS

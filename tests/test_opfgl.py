@@ -107,6 +107,57 @@ def test_the_run_aggregates_the_clients_nodes_exactly():
         assert torch.allclose(target.var[c], rows[ys == c].var(0), atol=1e-5)
 
 
+@pytest.mark.parametrize("hops", [1, 2])
+def test_chunked_propagation_of_selected_rows_is_bit_identical(monkeypatch, hops):
+    """Eq. 5 in edge chunks and for some rows only: the same bits as one ``index_add`` over all edges
+    (the former computation), and the dense :math:`[X \\Vert \\hat AX \\Vert \\hat A^2X]` up to rounding."""
+    from torch_geometric.nn.conv.gcn_conv import gcn_norm
+
+    data = synthetic_client(5, n=40)
+    x = torch.randn(40, 7, generator=torch.Generator().manual_seed(1))
+    index, weight = gcn_norm(data.edge_index, None, 40, False, True, "source_to_target", x.dtype)
+    parts, current = [x], x
+    for _ in range(hops):  # one index_add over all edges
+        current = torch.zeros_like(current).index_add(0, index[1], current[index[0]] * weight.view(-1, 1))
+        parts.append(current)
+    whole = torch.cat(parts, dim=1)
+    a_hat = torch.zeros(40, 40).index_put((index[1], index[0]), weight, accumulate=True)
+    dense = torch.cat([x] + [torch.linalg.matrix_power(a_hat, k) @ x for k in range(1, hops + 1)], dim=1)
+    rows = data.train_mask.nonzero().view(-1)
+    monkeypatch.setattr(O, "PROPAGATION_CHUNK_BYTES", 3 * 7 * 4)  # three edges a chunk
+    assert torch.equal(O.propagated_features(x, data.edge_index, hops), whole)
+    assert torch.equal(O.propagated_features(x, data.edge_index, hops, rows=rows), whole[rows])
+    assert torch.allclose(whole, dense, atol=1e-5)
+
+
+def test_class_statistics_in_column_blocks_equal_those_of_all_float64_rows(monkeypatch):
+    """Each class's rows turned to float64 a few columns at a time: the bits of one float64 mean and
+    unbiased variance over all the class's rows (the former computation)."""
+    g = torch.Generator().manual_seed(4)
+    features, labels = torch.randn(50, 9, generator=g), torch.randint(0, 4, (50,), generator=g)
+    labels[labels == 3] = 2
+    labels[0] = 3  # one node: left out (A3)
+    monkeypatch.setattr(O, "STATISTICS_BLOCK_BYTES", 8 * 20 * 2)  # two columns a block for 20 rows
+    ours = O.class_statistics(features, labels, 4)
+    double = features.double()
+    for c in range(3):
+        assert ours.count[c] == int((labels == c).sum())
+        assert torch.equal(ours.mean[c], double[labels == c].mean(0))
+        assert torch.equal(ours.var[c], double[labels == c].var(0, unbiased=True))
+    assert ours.count[3] == 0 and not ours.mean[3].any() and not ours.var[3].any()
+
+
+def test_column_blocks_cover_every_column_once_without_a_one_column_block():
+    assert O.column_blocks(9, 2) == [(0, 2), (2, 4), (4, 6), (6, 9)]
+    assert O.column_blocks(16830, 2796) == [(16830 * i // 7, 16830 * (i + 1) // 7) for i in range(7)]
+    assert O.column_blocks(5, 100) == [(0, 5)] and O.column_blocks(1, 0) == [(0, 1)]
+    for columns in range(1, 40):
+        for width in range(0, 12):
+            blocks = O.column_blocks(columns, width)
+            assert [b for a, b in blocks][:-1] == [a for a, b in blocks][1:] and blocks[0][0] == 0
+            assert blocks[-1][1] == columns and (columns == 1 or min(b - a for a, b in blocks) >= 2)
+
+
 def test_the_ledger_holds_one_upload_and_one_download_per_client():
     algorithm, result = run()
     frame = result.ledger.to_frame()
