@@ -95,41 +95,41 @@ print(ot.count_runs(plan["configs"]).to_string(index=False))
 # * `scaled` or `as gcn`: the same method on the same data, timed at other rounds or with the GCN backbone.
 # * `modelled`: dataset size x method cost, fitted on the measured groups (`fglcore.runlog.expected_seconds`). `method not measured` means a mean cost stands in for the method, so treat that number as a rough guess.
 #
-# `python benchmarks/full_projection.py opfgl project` prints every group. **The whole paper** (four notebooks): 1330 runs, 20.2 CPU hours (one thread), 10.1 h on 2 workers at best; 40 % of the hours priced from measured groups.
+# `python benchmarks/full_projection.py opfgl project` prints every group. **The whole paper** (four notebooks): 1366 runs, 78.6 CPU hours (one thread), 39.3 h on 2 workers at best; only 15 % of the hours priced from measured groups, so read it as an order of magnitude. The projection made earlier the same day, before DENSE and Co-Boost were measured, was 20.2 CPU h.
 #
 #
-# **3_results**: 1047 runs, 15.7 CPU h, 7.9 h on 2 workers at best
+# **3_results**: 1083 runs, 73.8 CPU h, 36.9 h on 2 workers at best
 #
 # | method | runs | CPU h | of which measured groups |
 # |---|---:|---:|---:|
-# | fedtad | 114 | 4.18 | 2.48 |
+# | coboost | 108 | 36.98 | 2.24 |
+# | dense | 108 | 18.98 | 1.14 |
+# | fedtad | 126 | 5.34 | 2.48 |
+# | fedgta | 114 | 2.42 | 0.03 |
+# | fedlog | 96 | 2.16 | 0.00 |
+# | fedpub | 78 | 2.03 | 0.05 |
 # | opfgl | 106 | 1.89 | 0.72 |
-# | fedavg_ft | 96 | 1.46 | 0.71 |
-# | fedgta | 114 | 1.45 | 0.03 |
-# | fedpub | 78 | 1.33 | 0.05 |
-# | dense | 96 | 1.19 | 0.00 |
-# | fedlog | 96 | 1.19 | 0.00 |
-# | coboost | 96 | 1.19 | 0.00 |
-# | fedspray | 126 | 1.17 | 0.18 |
-# | local | 108 | 0.48 | 0.01 |
+# | fedavg_ft | 96 | 1.64 | 0.71 |
+# | fedspray | 126 | 1.41 | 0.18 |
+# | local | 108 | 0.72 | 0.01 |
 # | fedavg | 17 | 0.18 | 0.02 |
 #
 # | biggest groups (dataset, method, model, rounds) | runs | CPU s/run | CPU h | priced |
 # |---|---:|---:|---:|---|
-# | PubMed, fedtad, gcn, 100 | 6 | 1424 | 2.37 | measured |
-# | PubMed, fedavg_ft, gcn, 1 | 12 | 205 | 0.68 | measured |
-# | CiteSeer, fedtad, gcn, 100 | 6 | 308 | 0.51 | modelled |
-# | PubMed, fedpub, gcn, 1 | 12 | 106 | 0.35 | modelled, method not measured |
-# | PubMed, fedgta, gcn, 1 | 12 | 106 | 0.35 | modelled, method not measured |
-# | PubMed, fedtad, gcn, 1 | 12 | 106 | 0.35 | modelled, method not measured |
-# | PubMed, fedlog, gcn, 1 | 12 | 106 | 0.35 | modelled, method not measured |
-# | PubMed, dense, gcn, 1 | 12 | 106 | 0.35 | modelled, method not measured |
+# | PubMed, coboost, gcn, 1 | 12 | 3796 | 12.65 | modelled |
+# | PubMed, dense, gcn, 1 | 12 | 1921 | 6.40 | modelled |
+# | CiteSeer, coboost, gcn, 1 | 12 | 1615 | 5.38 | modelled |
+# | Photo, coboost, gcn, 1 | 6 | 1966 | 3.28 | modelled |
+# | Computers, coboost, gcn, 1 | 6 | 1688 | 2.81 | modelled |
+# | CS, coboost, gcn, 1 | 6 | 1688 | 2.81 | modelled |
+# | Physics, coboost, gcn, 1 | 6 | 1688 | 2.81 | modelled |
+# | CiteSeer, dense, gcn, 1 | 12 | 818 | 2.72 | modelled |
 #
-# **What these numbers leave out, so read the total as a lower bound:**
+# **What these numbers leave out or guess:**
 #
-# * **DENSE.** One Cora run of `dense` was still computing after **at least 410 s of CPU** when measuring stopped. For each of the 7 values of fedavg_ft's local-epochs grid, it runs 200 distillation rounds over a pool of synthetic graphs that grows by one graph a round (the method's defaults, `run_one` per grid value). At no less than Cora's cost, its 96 runs alone take at least 10.9 CPU h, yet the table prices them at the mean cost (`method not measured`). Co-Boost has the same structure and is probably as costly.
-# * **Not measured at all:** FedLoG, Co-Boost, and the one-round FedPUB, FedGTA and FedTAD (priced at the mean cost). The same goes for O-pFGL on CS, Computers and Physics, which are `modelled`.
-# * **Physics does not fit.** O-pFGL's Physics run (34,493 nodes x 8,415 features) was **killed by the out-of-memory killer at 8.6 GB resident**. This machine has 23 GB, shared by every session. Two such runs side by side (`--workers 2`) would need about 17 GB.
+# * **DENSE and Co-Boost dominate, and most of their hours are modelled.** Measured on Cora, with the local epochs chosen on the teachers (one distillation per run, above): DENSE 341 s and Co-Boost 673 s of CPU a run. The distillation is most of it: 200 rounds over a pool of synthetic graphs that grows by one graph a round. Choosing on the final models would distil once per value of the epochs grid, seven times as much. Their runs on the other datasets are `modelled` by dataset size. That is a rough guess for them, because the synthetic graphs have the same size whatever the dataset. A heterogeneous run (Tables 3 and 11) distils one student per architecture, nine for `hetero`, so it should cost about nine times the single-model run, yet it is priced like one. Measuring one was still running when this was written.
+# * **Not measured at all:** FedLoG and the one-round FedPUB, FedGTA and FedTAD, priced at a mean cost (`method not measured`). O-pFGL on CS, Computers and Physics is `modelled`.
+# * **Physics fits now.** O-pFGL's Physics run (34,493 nodes x 8,415 features) used to be killed by the out-of-memory killer at 8.6 GB resident. Almost all of that was one step, the one-hop propagation of the features: it gathered edges x features at once, about 15 GB on the largest Louvain+ client. The step now propagates in chunks, only for the rows the statistics use, and computes the float64 statistics in column blocks. The numbers are bit-identical on Cora, CiteSeer and CS. A whole Physics run now peaks at 3.0 GB (Louvain+) and 3.1 GB (Metis+), of which 2.6-2.7 GB is the loaded dataset (`python benchmarks/opfgl_memory.py --dataset Physics` prints the peak per phase).
 # * **The biggest measured items** are FedTAD at 100 rounds on PubMed (1,424 s a run, 22x its Cora run) and the one-round FedAvg + fine-tuning on PubMed (205 s a run, 21x Cora). O-pFGL itself costs about 60-77 s a run on Cora, CiteSeer, PubMed and Photo. Its condensation is cheap (1.2-3.5 s per 300 iterations, so 12-35 s of the run); Stages 1-2 take the rest.
 #
 
