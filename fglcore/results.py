@@ -147,7 +147,7 @@ def _hash(config: ExperimentConfig | Mapping[str, Any], ignored: frozenset[str],
 
         algorithm = ALGORITHMS.get(values["algorithm"])
         options = algorithm.check_options(values["algorithm_options"])
-        for key in algorithm.late_options:  # added after runs were stored: out of the hash while at the default
+        for key in getattr(algorithm, "late_options", ()):  # added after runs were stored: out of the hash
             if key in options and options[key] == algorithm.default_options[key]:
                 del options[key]
         values["algorithm_options"] = options
@@ -172,7 +172,8 @@ def run_id(config: ExperimentConfig | Mapping[str, Any]) -> str:
     Algorithm options are compared with their defaults filled in, so a
     default given explicitly (``share="structure"``) and one left out are the
     same run; an algorithm's ``late_options`` (options added after runs were
-    stored) are left out while at their default, so those runs keep their ids. Two configurations with the same ``run_id`` compute the same
+    stored) are left out while at their default, so those runs keep their
+    ids. Two configurations with the same ``run_id`` compute the same
     numbers -- e.g. a paper reporting one run in two tables -- so a sweep
     copies the stored rows of one to the other instead of running it again.
     """
