@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
@@ -12,7 +13,7 @@ from torch_geometric.utils import stochastic_blockmodel_graph
 
 from fglcore.algorithms import ALGORITHMS
 from fglcore.algorithms import fedstruct as fedstruct_module
-from fglcore.algorithms.fedstruct import cached_abar, distributed_abar, server_abar
+from fglcore.algorithms.fedstruct import PRE_TRAINING, cached_abar, distributed_abar, server_abar
 from fglcore.algorithms.training import make_optimizer
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import NodeFederation, build_clients
@@ -613,7 +614,11 @@ def test_server_sgnn_fused_simulation_follows_the_clients(federation):
         for a, b in zip(clients.history, fused.history):
             assert a["test_accuracy"] == pytest.approx(b["test_accuracy"])
             assert a["test_loss"] == pytest.approx(b["test_loss"], abs=1e-5)
-        assert len(fused.ledger) == 0  # no Alg. 3, no NSF sharing, rounds not through the channel
+        # no Alg. 3, no NSF sharing, rounds not through the channel: only the clients' node ids, as in the clients'
+        pre = clients.ledger.to_frame()
+        pre = pre[pre["round"] == PRE_TRAINING].reset_index(drop=True)
+        assert fused.ledger.names() == {"node_ids", "train_node_ids"}
+        pd.testing.assert_frame_equal(fused.ledger.to_frame(), pre)
 
 
 @pytest.mark.parametrize("nsf", ["h2v", "n2v"])

@@ -880,17 +880,19 @@ class FedStruct(Algorithm):
         edge_index = whole_graph_operators(self.federation.data.edge_index.to(self.device), self.num_nodes,
                                            kinds_needed([model.structure]), torch.float32)
         learnable = o["nsf"] == "h2v"
+        # every client tells the server which global nodes it holds (all, and the labelled ones), in both simulations
+        received = [channel.send(f"client{k}", SERVER,
+                                 {"node_ids": data.global_id, "train_node_ids": data.global_id[data.train_mask]},
+                                 PRE_TRAINING) for k, data in enumerate(clients)]
         if o["simulation"] == "fused":
-            graph = ServerGraph(edge_index, torch.cat([d.global_id for d in clients]).to(self.device))
+            graph = ServerGraph(edge_index, torch.cat([got["node_ids"] for got in received]).to(self.device))
             learner = FusedLearner(model, clients, graph, s, learnable, weights, c, o["loss"], self.device)
             return None, [CentralView(k, w, learner) for k, w in enumerate(weights)]
         server = StructureGNNServer(copy.deepcopy(model), s, learnable, edge_index, c, self.device)
         client_side = copy.deepcopy(model)
         client_side.structure = None  # theta_s stays at the server; the client holds theta_f (and Theta_c)
         participants = []
-        for k, data in enumerate(clients):
-            ids = {"node_ids": data.global_id, "train_node_ids": data.global_id[data.train_mask]}
-            got = channel.send(f"client{k}", SERVER, ids, PRE_TRAINING)
+        for k, (data, got) in enumerate(zip(clients, received)):
             server.register(k, got["node_ids"], got["train_node_ids"])
             participants.append(StructureGNNClient(k, weights[k], copy.deepcopy(client_side), data, o["loss"],
                                                    self.device))
