@@ -210,15 +210,6 @@ def node2vec_features(edge_index: Tensor, num_nodes: int, width: int = 256, seed
     return _cached(payload, (num_nodes, width), compute, cache)
 
 
-def standardise(values: np.ndarray) -> np.ndarray:
-    """Each column to zero mean and unit (population) standard deviation, as scikit-learn's ``StandardScaler``;
-    a constant column becomes 0 (its scale is taken as 1)."""
-    values = np.asarray(values, dtype=np.float64)
-    centred = values - values.mean(axis=0)
-    scale = values.std(axis=0)
-    return centred / np.where(scale > 0, scale, 1.0)
-
-
 def gdv_features(edge_index: Tensor, num_nodes: int, cache: bool = True) -> Tensor:
     """``float32[n, 73]``: the GDV NSF of Table 8 (App. H, the server knows the global graph).
 
@@ -227,13 +218,16 @@ def gdv_features(edge_index: Tensor, num_nodes: int, cache: bool = True) -> Tens
     Bioinformatics 2014), computed exactly by :func:`fglcore.data.graphlets.orbit_counts` on the undirected
     simple graph of ``edge_index``. As the official code's ``Graph.calc_GDV`` (``JavadAliakbari/FedStruct``,
     ``src/utils/graph.py``, counts by ``GDV().count5`` of ``src/utils/GDV.py``, an ORCA port), each of the 73
-    columns is then standardised over all nodes by :func:`standardise` (``StandardScaler``: zero mean, unit
+    columns is then standardised over all nodes by scikit-learn's ``StandardScaler`` (zero mean, unit
     population standard deviation; a constant column, e.g. an orbit that occurs nowhere, stays 0). The width is
     the orbit count, 73, whatever the configured NSF width (the official structure model takes its input width
     from the features). Cached on disk (``cache_root()/structure/``) by graph."""
     payload = {"version": 1, "what": "gdv standardised", "graph": _graph_checksum(edge_index, num_nodes)}
 
     def compute() -> Tensor:
-        return torch.from_numpy(standardise(orbit_counts(edge_index, num_nodes))).to(torch.float32)
+        from sklearn.preprocessing import StandardScaler  # imported here: scikit-learn is slow to import
+
+        counts = orbit_counts(edge_index, num_nodes).astype(np.float64)
+        return torch.from_numpy(StandardScaler().fit_transform(counts)).to(torch.float32)
 
     return _cached(payload, (num_nodes, NUM_ORBITS), compute, cache)
