@@ -147,7 +147,7 @@ def _hash(config: ExperimentConfig | Mapping[str, Any], ignored: frozenset[str],
 
         algorithm = ALGORITHMS.get(values["algorithm"])
         options = algorithm.check_options(values["algorithm_options"])
-        for key in getattr(algorithm, "late_options", ()):  # added after runs were stored: out of the hash
+        for key in algorithm.late_options:  # added after runs were stored: out of the hash
             if key in options and options[key] == algorithm.default_options[key]:
                 del options[key]
         values["algorithm_options"] = options

@@ -24,6 +24,7 @@ class FakeAlgorithm:
     name = "fake_fast"
     tasks = ("node",)
     needs_cross_edges = True
+    late_options: tuple[str, ...] = ()  # the part of the Algorithm interface that run ids read
     calls: list[tuple[int, float]] = []
     interrupt_at: int | None = None  # raise on this call number (1-based)
     interrupt_with: type[BaseException] = KeyboardInterrupt
