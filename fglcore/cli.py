@@ -78,6 +78,13 @@ def _parser() -> argparse.ArgumentParser:
                              "state: faster, but other numbers than in-process wherever clients draw random numbers "
                              "(dropout); by default one message at a time with the global random state, the "
                              "in-process numbers bit for bit")
+    flower.add_argument("--secure-aggregation", choices=("secaggplus", "fglcore"), default="secaggplus",
+                        help="for configurations with secure_aggregation true: Flower's SecAgg+ (default; its "
+                             "quantisation moves the metrics in the last digits) or fglcore's masking (the in-process "
+                             "numbers bit for bit)")
+    flower.add_argument("--cold", action="store_true",
+                        help="Flower's own process per message instead of one long-lived ClientApp worker per "
+                             "SuperNode (same numbers, several seconds slower per message)")
 
     compare = sub.add_parser("compare", help="rewrite comparison.csv, claims.csv and summary.md of a profile from "
                                              "its stored results.csv (nothing is run)")
@@ -373,7 +380,8 @@ def _flower(args: argparse.Namespace) -> int:
             return 0
         flower = deploy.run_on_flower(config, args.out, start_timeout=args.start_timeout,
                                       run_timeout=args.run_timeout, message_timeout=args.message_timeout,
-                                      parallel=args.parallel)
+                                      parallel=args.parallel, warm=not args.cold,
+                                      secure_aggregation=args.secure_aggregation)
     except job.FlowerUnsupported as err:
         raise ConfigError(f"flower: {err}") from None
     except (deploy.DeploymentError, deploy.ClientLost) as err:

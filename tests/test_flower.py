@@ -311,3 +311,24 @@ def test_fgl_flower_prepare_writes_the_files_and_refuses_what_flower_cannot_carr
     assert main(args + ["-p", "algorithm", "gcfl", "--out", str(tmp_path / "refused")]) == 2
     assert "fgl: error: flower: algorithm 'gcfl': its run() adds steps" in capsys.readouterr().err
     assert not (tmp_path / "refused").exists()
+
+
+@pytest.mark.parametrize("flags, warm, secure", [([], True, "secaggplus"),
+                                                 (["--cold", "--secure-aggregation", "fglcore"], False, "fglcore")])
+def test_fgl_flower_run_passes_the_worker_and_secure_aggregation_choices(monkeypatch, capsys, flags, warm, secure):
+    from fglcore import cli
+    from fglcore.fl.flower import deploy
+
+    seen = {}
+
+    def run_on_flower(config, folder, **kwargs):
+        seen.update(kwargs)
+        raise deploy.DeploymentError("stopped by the test")
+
+    monkeypatch.setattr(deploy, "run_on_flower", run_on_flower)
+    assert cli.main(["flower", "run", "-p", "algorithm", "fedavg", *flags]) == 1
+    assert "stopped by the test" in capsys.readouterr().err
+    assert (seen["warm"], seen["secure_aggregation"]) == (warm, secure)
+    with pytest.raises(SystemExit):  # argparse names the accepted choices
+        cli.main(["flower", "run", "--secure-aggregation", "plain"])
+    assert "choose from 'secaggplus', 'fglcore'" in capsys.readouterr().err
