@@ -59,15 +59,32 @@ def sparse_features_enabled() -> bool:
     return setting("sparse_features")
 
 
-def _csr(matrix: Tensor) -> Tensor:
-    rows, cols = matrix.nonzero(as_tuple=True)
-    counts = torch.bincount(rows, minlength=matrix.size(0))
+def _csr_from_entries(rows: Tensor, cols: Tensor, values: Tensor, size: tuple[int, int]) -> Tensor:
+    """The CSR matrix of the entries ``(rows, cols, values)``, listed in row-major order."""
+    counts = torch.bincount(rows, minlength=size[0])
     crow = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
-        return torch.sparse_csr_tensor(
-            crow, cols, matrix[rows, cols], size=tuple(matrix.shape), check_invariants=False
-        )
+        return torch.sparse_csr_tensor(crow, cols, values, size=size, check_invariants=False)
+
+
+def _csr(matrix: Tensor) -> Tensor:
+    rows, cols = matrix.nonzero(as_tuple=True)
+    return _csr_from_entries(rows, cols, matrix[rows, cols], tuple(matrix.shape))
+
+
+def _csr_transpose(matrix: Tensor) -> Tensor:
+    """``_csr(x.t())`` from ``matrix = _csr(x)``: the same index and value tensors, element for element.
+
+    A stable sort of the entries by column lists them in the row-major order
+    of ``x.t()`` (rows ascending within a column), as ``x.t().nonzero()``
+    does, without scanning the strided transpose of a wide dense matrix
+    (about 0.3 s per Coauthor Physics client, 8,415 columns).
+    """
+    crow, cols = matrix.crow_indices(), matrix.col_indices()
+    rows = torch.repeat_interleave(torch.arange(matrix.size(0), device=crow.device), crow.diff())
+    order = torch.sort(cols, stable=True).indices
+    return _csr_from_entries(cols[order], rows[order], matrix.values()[order], (matrix.size(1), matrix.size(0)))
 
 
 class _Registered:
@@ -76,7 +93,7 @@ class _Registered:
     def __init__(self, x: Tensor):
         self.version = x._version
         self.matrix = _csr(x)
-        self.transpose = _csr(x.t())
+        self.transpose = _csr_transpose(self.matrix)
         self.derived: dict[str, tuple[weakref.ref, int, Tensor]] = {}
 
 
@@ -115,7 +132,7 @@ def restore_constant(matrix: Tensor) -> Tensor:
     """
     x = matrix.to_dense()
     entry = _Registered.__new__(_Registered)
-    entry.version, entry.matrix, entry.transpose, entry.derived = x._version, matrix, _csr(x.t()), {}
+    entry.version, entry.matrix, entry.transpose, entry.derived = x._version, matrix, _csr_transpose(matrix), {}
     _REGISTERED[x] = entry
     return x
 
