@@ -6,6 +6,7 @@ from torch import nn
 from torch_geometric.nn import GCNConv
 
 from fglcore.models import build_model, sparse_input
+from fglcore.models.operators import csr_transpose
 from fglcore.models.sparse_input import (
     SPARSE_ENV,
     SparseInputLinear,
@@ -167,7 +168,7 @@ def test_transpose_from_csr_is_the_csr_of_the_transpose(rows, cols, density):
     # Registration builds x^T's CSR from x's; it must hold the very tensors _csr(x.t()) would (same products).
     generator = torch.Generator().manual_seed(rows)
     x = torch.randn(rows, cols, generator=generator) * (torch.rand(rows, cols, generator=generator) < density)
-    got, expected = sparse_input._csr_transpose(sparse_input._csr(x)), sparse_input._csr(x.t())
+    got, expected = csr_transpose(sparse_input._csr(x)), sparse_input._csr(x.t())
     assert got.shape == expected.shape
     for part in ("crow_indices", "col_indices", "values"):
         a, b = getattr(got, part)(), getattr(expected, part)()
