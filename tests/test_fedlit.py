@@ -98,6 +98,7 @@ def test_both_directions_of_an_edge_share_one_representation_and_type():
     h = torch.randn(4, 3, generator=torch.Generator().manual_seed(1))
     reps = edge_representations(h, pairs)
     assert reps.shape == (4, 6) and torch.equal(reps[0], reps[1]) and torch.equal(reps[0], torch.cat([h[0], h[1]]))
+    assert torch.equal(reps, torch.cat([h[pairs[0]], h[pairs[1]]], dim=1))  # [h_min || h_max] row by row
     types = assign_link_types(reps, torch.randn(3, 6, generator=torch.Generator().manual_seed(2)))
     assert types[0] == types[1] and types[2] == types[3]
 

@@ -107,6 +107,27 @@ def test_partly_cached_sgc_equals_sgc_on_the_concatenation_in_values_and_gradien
                           atol=1e-6)
 
 
+@pytest.mark.parametrize("width", [1, 7, 64])
+def test_partly_cached_sgc_propagates_as_torch_sparse_mm_bit_for_bit(width):
+    # The trained part goes through spmm with a kept transpose; values and gradients must be torch.sparse.mm's
+    # exactly (a directed graph, so a wrong transpose shows in the gradient).
+    generator = torch.Generator().manual_seed(width)
+    n = 60
+    edge_index = torch.randint(0, n, (2, 400), generator=generator)
+    layer = PartlyCachedSGConv(3 + width, 4, K=2, fixed_channels=3)
+    layer.forward_parts(torch.rand(n, 3, generator=generator), torch.rand(n, width, generator=generator), edge_index)
+    adjacency = layer._cached_adjacency
+    g = torch.randn(n, width, generator=generator, requires_grad=True)
+    g_ref = g.detach().clone().requires_grad_()
+    upstream = torch.randn(n, width, generator=generator)
+    out = layer._propagate_k(g)
+    expected = torch.sparse.mm(adjacency, torch.sparse.mm(adjacency, g_ref))
+    out.backward(upstream)
+    expected.backward(upstream)
+    assert torch.equal(out.view(torch.int32), expected.view(torch.int32))
+    assert torch.equal(g.grad.view(torch.int32), g_ref.grad.view(torch.int32))
+
+
 @pytest.mark.parametrize("backbone, layers", [("gcn", 2), ("sage", 2), ("sgc", 1)])
 def test_structure_channel_never_reads_features(backbone, layers):
     graph = undirected([(0, 1), (1, 2), (2, 3)], 4)

@@ -6,6 +6,7 @@ from torch import nn
 from torch_geometric.nn import GCNConv
 
 from fglcore.models import build_model, sparse_input
+from fglcore.models.operators import csr_transpose
 from fglcore.models.sparse_input import (
     SPARSE_ENV,
     SparseInputLinear,
@@ -160,3 +161,16 @@ def test_fedstar_node_first_layer_skips_the_concatenation_with_the_same_values(b
     torch.testing.assert_close(split_out, plain_out, rtol=1e-5, atol=1e-5)
     for split, plain in zip(split_grads, plain_grads):
         torch.testing.assert_close(split, plain, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("rows, cols, density", [(40, 300, 0.02), (7, 5, 0.5), (3, 4, 0.0), (50, 2, 0.9)])
+def test_transpose_from_csr_is_the_csr_of_the_transpose(rows, cols, density):
+    # Registration builds x^T's CSR from x's; it must hold the very tensors _csr(x.t()) would (same products).
+    generator = torch.Generator().manual_seed(rows)
+    x = torch.randn(rows, cols, generator=generator) * (torch.rand(rows, cols, generator=generator) < density)
+    got, expected = csr_transpose(sparse_input._csr(x)), sparse_input._csr(x.t())
+    assert got.shape == expected.shape
+    for part in ("crow_indices", "col_indices", "values"):
+        a, b = getattr(got, part)(), getattr(expected, part)()
+        assert a.dtype == b.dtype and torch.equal(a, b), part
+    assert torch.equal(got.values().view(torch.int32), expected.values().view(torch.int32))

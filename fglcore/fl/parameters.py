@@ -107,7 +107,11 @@ def weighted_mean(payloads: Sequence[Mapping[str, Tensor]], weights: Sequence[fl
                     f"shape mismatch for {name!r}: payload {k} has {tuple(payload[name].shape)}, "
                     f"payload 0 has {tuple(first.shape)}"
                 )
-        stacked = torch.stack([payload[name].detach().to(torch.float64) for payload in payloads])
+        # The float64 copies are written straight into the stack (torch.stack of .to(float64) copies made each
+        # one twice): the same values, so the same tensordot, bit for bit.
+        stacked = torch.empty((len(payloads), *first.shape), dtype=torch.float64, device=first.device)
+        for k, payload in enumerate(payloads):
+            stacked[k].copy_(payload[name].detach())
         value = torch.tensordot(coefficients.to(stacked.device), stacked, dims=1)
         mean[name] = value.to(first.dtype) if first.is_floating_point() else value
     return mean

@@ -35,6 +35,7 @@ plain ``edge_index`` tensor) falls back to ``conv(x, edge_index)``.
 from __future__ import annotations
 
 import functools
+import warnings
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -155,6 +156,26 @@ def native_matches(function: str) -> bool:
             if not torch.equal(got.view(torch.int32), expected.view(torch.int32)):
                 return False
     return True
+
+
+def csr_transpose(matrix: Tensor) -> Tensor:
+    """The CSR matrix of ``matrix.t()`` for a CSR ``matrix``, its entries in row-major order (the original rows
+    ascending within each row of the transpose), as the CSR of a dense ``x.t()`` lists them
+    (``tests/test_sparse_input.py`` checks the tensors equal element for element).
+
+    A stable sort of the entries by column, without densifying or scanning a
+    strided transpose (about 0.3 s per Coauthor Physics client's 8,415
+    feature columns).
+    """
+    crow, cols = matrix.crow_indices(), matrix.col_indices()
+    rows = torch.repeat_interleave(torch.arange(matrix.size(0), device=crow.device), crow.diff())
+    order = torch.sort(cols, stable=True).indices
+    counts = torch.bincount(cols, minlength=matrix.size(1))
+    crow_t = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
+        return torch.sparse_csr_tensor(crow_t, rows[order], matrix.values()[order],
+                                       size=(matrix.size(1), matrix.size(0)), check_invariants=False)
 
 
 def transposed(matrix: Tensor) -> Tensor:

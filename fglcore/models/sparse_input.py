@@ -43,7 +43,15 @@ from torch.utils.weak import WeakIdKeyDictionary
 from torch_geometric.nn import GCNConv, SAGEConv
 from torch_geometric.nn.dense.linear import Linear as PyGLinear
 
-from fglcore.models.operators import GraphOperators, apply_conv, is_plain_gcn, is_plain_sage, spmm, transposed
+from fglcore.models.operators import (
+    GraphOperators,
+    apply_conv,
+    csr_transpose,
+    is_plain_gcn,
+    is_plain_sage,
+    spmm,
+    transposed,
+)
 from fglcore.settings import SETTINGS, setting
 
 SPARSE_ENV = SETTINGS["sparse_features"].variable
@@ -59,15 +67,18 @@ def sparse_features_enabled() -> bool:
     return setting("sparse_features")
 
 
-def _csr(matrix: Tensor) -> Tensor:
-    rows, cols = matrix.nonzero(as_tuple=True)
-    counts = torch.bincount(rows, minlength=matrix.size(0))
+def _csr_from_entries(rows: Tensor, cols: Tensor, values: Tensor, size: tuple[int, int]) -> Tensor:
+    """The CSR matrix of the entries ``(rows, cols, values)``, listed in row-major order."""
+    counts = torch.bincount(rows, minlength=size[0])
     crow = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
-        return torch.sparse_csr_tensor(
-            crow, cols, matrix[rows, cols], size=tuple(matrix.shape), check_invariants=False
-        )
+        return torch.sparse_csr_tensor(crow, cols, values, size=size, check_invariants=False)
+
+
+def _csr(matrix: Tensor) -> Tensor:
+    rows, cols = matrix.nonzero(as_tuple=True)
+    return _csr_from_entries(rows, cols, matrix[rows, cols], tuple(matrix.shape))
 
 
 class _Registered:
@@ -76,7 +87,7 @@ class _Registered:
     def __init__(self, x: Tensor):
         self.version = x._version
         self.matrix = _csr(x)
-        self.transpose = _csr(x.t())
+        self.transpose = csr_transpose(self.matrix)
         self.derived: dict[str, tuple[weakref.ref, int, Tensor]] = {}
 
 
@@ -115,7 +126,7 @@ def restore_constant(matrix: Tensor) -> Tensor:
     """
     x = matrix.to_dense()
     entry = _Registered.__new__(_Registered)
-    entry.version, entry.matrix, entry.transpose, entry.derived = x._version, matrix, _csr(x.t()), {}
+    entry.version, entry.matrix, entry.transpose, entry.derived = x._version, matrix, csr_transpose(matrix), {}
     _REGISTERED[x] = entry
     return x
 
