@@ -383,7 +383,7 @@ ABAR_CACHE_VERSION = 1
 ABAR_CACHE_MAX_VALUES = 4_000_000
 """Alg. 3 results with more stored values than this (the unpruned "-F" powers of denser graphs) are not cached."""
 ABAR_STATE_MAX_VALUES = 8_000_000
-"""Alg. 3 rows kept as the state a deeper ``hops`` continues from (:func:`cached_abar`) up to this many values
+r"""Alg. 3 rows kept as the state a deeper ``hops`` continues from (:func:`cached_abar`) up to this many values
 (Cora's unpruned :math:`\hat A^{L}`, 7.3 M values when dense, about 90 MB; one state per partition and setting)."""
 
 
