@@ -220,7 +220,6 @@ import math
 import os
 import pickle
 import uuid
-from dataclasses import astuple
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -429,6 +428,12 @@ def _save_atomic(stored: dict, path: Path) -> None:
     os.replace(partial, path)  # concurrent writers produce the same bytes; the rename is atomic
 
 
+def _message_tuples(messages: list[Message]) -> list[tuple]:
+    """The messages as stored: ``dataclasses.astuple``'s tuples (the fields in order; ``shape`` a tuple of ints),
+    without its recursive deep copy (the fields are immutable)."""
+    return [(m.round, m.sender, m.receiver, m.name, tuple(m.shape), m.dtype, m.nbytes) for m in messages]
+
+
 _READ_ERRORS = (OSError, EOFError, RuntimeError, KeyError, TypeError, ValueError, IndexError, pickle.UnpicklingError)
 
 
@@ -510,11 +515,11 @@ def cached_abar(data: Data, assignment: Tensor, clients: list[Data], hops: int, 
     if path is not None:
         small = sum(r.nnz for r in computed) <= ABAR_CACHE_MAX_VALUES
         _save_atomic({"rows": _csr_stored(computed) if small else None,
-                      "messages": [astuple(m) for m in channel.ledger.messages[start:]]}, path)
+                      "messages": _message_tuples(channel.ledger.messages[start:])}, path)
     if state_path is not None and stored_depth < hops:  # a deeper state is kept
         keep = sum(r.nnz for r in computed) <= ABAR_STATE_MAX_VALUES
         _save_atomic({"hops": int(hops), "hop_ends": [e - start for e in hop_ends],
-                      "messages": [astuple(m) for m in channel.ledger.messages[start:]],
+                      "messages": _message_tuples(channel.ledger.messages[start:]),
                       "rows": _csr_stored(computed) if keep else None}, state_path)
     return computed if rows else None
 
