@@ -40,7 +40,7 @@ def test_a_uniform_walk_follows_edges_and_an_isolated_node_stays():
         ns.uniform_random_walk(rowptr, col, torch.tensor([0]), 3, p=0.5)
 
 
-@pytest.mark.parametrize("chunk", [1 << 19, 50])
+@pytest.mark.parametrize("chunk", [1 << 17, 50])
 def test_the_chunked_skip_gram_loss_is_pyg_node2vec_loss_bit_for_bit(chunk, monkeypatch):
     """skip_gram_loss gives PyG's Node2Vec.loss and its gradient for the table exactly, on every batch of two
     epochs while the table trains (chunk 50: many uneven chunks of windows)."""
