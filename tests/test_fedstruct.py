@@ -471,6 +471,64 @@ def test_another_setting_or_partition_is_another_alg3(federation, fresh_abar_cac
     assert len(list(fresh_abar_cache.glob("fedstruct_abar/*.pt"))) == 4
 
 
+def _same_rows(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(x.shape == y.shape and np.array_equal(x.indptr, y.indptr) and
+                                    np.array_equal(x.indices, y.indices) and np.array_equal(x.data, y.data) and
+                                    x.dtype == y.dtype == np.float64 for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("pruning", ["none", "global", "block"])
+def test_alg3_continued_from_a_shallower_depth_is_alg3_from_hop_one(federation, pruning):
+    """Hop l reads only the rows after hop l - 1: continuing hops 3..5 from the rows of hops=2 gives the rows
+    bit for bit and the messages (in order) of hops=5 from hop 1; ``hop_ends`` marks where each hop's end."""
+    fresh, fresh_ends = Channel(), []
+    expected = distributed_abar(federation.clients, N, 5, pruning, 3, fresh, hop_ends=fresh_ends)
+    assert len(fresh_ends) == 5 and fresh_ends[-1] == len(fresh.ledger) and fresh_ends == sorted(fresh_ends)
+    channel, ends = Channel(), []
+    shallow = distributed_abar(federation.clients, N, 2, pruning, 3, channel, hop_ends=ends)
+    assert channel.ledger.messages == fresh.ledger.messages[:fresh_ends[1]] and ends == fresh_ends[:2]
+    continued = distributed_abar(federation.clients, N, 5, pruning, 3, channel, resume=(2, shallow), hop_ends=ends)
+    assert _same_rows(continued, expected)
+    assert channel.ledger.messages == fresh.ledger.messages and ends == fresh_ends
+    with pytest.raises(ValueError, match="resume"):
+        distributed_abar(federation.clients, N, 2, pruning, 3, Channel(), resume=(2, shallow))
+
+
+@pytest.mark.parametrize("pruning", ["none", "global"])
+def test_a_depth_sweep_continues_alg3_from_its_deepest_state(federation, fresh_abar_cache, pruning, monkeypatch):
+    """A sweep over ``hops`` (Fig. 4(b)) keeps one state per partition and setting: deeper depths continue from
+    it, shallower ones read their ledger from it; every depth's rows and ledger are those of Alg. 3 from hop 1
+    (``cache=False``), whatever the order of the depths."""
+    args = (federation.data, federation.assignment, federation.clients)
+    computed = []
+    monkeypatch.setattr(fedstruct_module, "distributed_abar",
+                        lambda *a, **k: computed.append(k.get("resume")) or distributed_abar(*a, **k))
+    for hops, rows in ((2, True), (4, False), (3, True), (5, True), (1, False), (4, False), (6, False)):
+        channel = Channel()
+        got = cached_abar(*args, hops, pruning, 3, "clients", channel, rows=rows)
+        reference = Channel()
+        expected = distributed_abar(federation.clients, N, hops, pruning, 3, reference)
+        assert channel.ledger.messages == reference.ledger.messages
+        assert (got is None) if not rows else _same_rows(got, expected)
+    states = list(fresh_abar_cache.glob("fedstruct_abar_states/*.pt"))
+    assert len(states) == 1 and torch.load(states[0], weights_only=True)["hops"] == 6
+    # computed: 2 from hop 1, 4 from 2, 3 from hop 1 (shallower than the state), 5 from 4, 6 from 5; 1 and 4
+    # (ledger only) from the state
+    assert [None if r is None else r[0] for r in computed] == [None, 2, None, 4, 5]
+    monkeypatch.setattr(fedstruct_module, "ABAR_STATE_MAX_VALUES", 10)  # too large: the state keeps messages only
+    cached_abar(*args, 7, pruning, 3, "clients", Channel())
+    assert computed[-1][0] == 6 and torch.load(states[0], weights_only=True)["rows"] is None
+    channel, reference = Channel(), Channel()
+    got = cached_abar(*args, 8, pruning, 3, "clients", channel)  # nothing to continue from: hop 1 again
+    assert computed[-1] is None and len(computed) == 7
+    assert _same_rows(got, distributed_abar(federation.clients, N, 8, pruning, 3, reference))
+    assert channel.ledger.messages == reference.ledger.messages
+    again, reference = Channel(), Channel()
+    assert cached_abar(*args, 3, pruning, 3, "clients", again, rows=False) is None
+    distributed_abar(federation.clients, N, 3, pruning, 3, reference)
+    assert again.ledger.messages == reference.ledger.messages and len(computed) == 7
+
+
 # --------------------------------------------------------------------------- the unpruned variant as L_s products
 
 

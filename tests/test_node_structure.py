@@ -40,6 +40,44 @@ def test_a_uniform_walk_follows_edges_and_an_isolated_node_stays():
         ns.uniform_random_walk(rowptr, col, torch.tensor([0]), 3, p=0.5)
 
 
+@pytest.mark.parametrize("chunk", [1 << 17, 50])
+def test_the_chunked_skip_gram_loss_is_pyg_node2vec_loss_bit_for_bit(chunk, monkeypatch):
+    """skip_gram_loss gives PyG's Node2Vec.loss and its gradient for the table exactly, on every batch of two
+    epochs while the table trains (chunk 50: many uneven chunks of windows)."""
+    monkeypatch.setattr(ns, "SKIP_GRAM_CHUNK", chunk)
+    generator = torch.Generator().manual_seed(0)
+    n = 60
+    edge_index = torch.randint(0, n, (2, 300), generator=generator)
+    edge_index = torch.cat([edge_index, edge_index.flip(0)], dim=1)
+    torch.manual_seed(1)
+    model = ns.node2vec_model(edge_index, n, 16, walk_length=7, context_size=4, walks_per_node=3,
+                              num_negative_samples=2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    batches = 0
+    for _ in range(2):
+        for positive, negative in model.loader(batch_size=16, shuffle=True):
+            model.zero_grad()
+            expected = model.loss(positive, negative)
+            expected.backward()
+            grad = model.embedding.weight.grad.clone()
+            model.zero_grad()
+            ours = ns.skip_gram_loss(model, positive, negative)
+            ours.backward()
+            assert torch.equal(ours, expected) and torch.equal(model.embedding.weight.grad, grad)
+            optimizer.step()
+            batches += 1
+    assert batches == 8
+
+
+def test_node2vec_features_are_those_of_pyg_loss(monkeypatch):
+    """The whole training with skip_gram_loss gives the embeddings training with PyG's loss gives."""
+    edge_index, n = two_cliques()
+    settings = {"epochs": 5, "walk_length": 6, "context_size": 3, "walks_per_node": 4, "batch_size": 8}
+    ours = ns.node2vec_features(edge_index, n, width=8, seed=3, cache=False, **settings)
+    monkeypatch.setattr(ns, "skip_gram_loss", lambda model, positive, negative: model.loss(positive, negative))
+    assert torch.equal(ours, ns.node2vec_features(edge_index, n, width=8, seed=3, cache=False, **settings))
+
+
 def test_node2vec_features_are_deterministic_cached_and_place_a_clique_together(tmp_path, monkeypatch):
     monkeypatch.setattr(ns, "cache_root", lambda: tmp_path)
     edge_index, n = two_cliques()

@@ -220,7 +220,6 @@ import math
 import os
 import pickle
 import uuid
-from dataclasses import astuple
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -287,12 +286,20 @@ def _block_message(rows: np.ndarray, block: sp.csr_matrix) -> Payload:
 
 
 def distributed_abar(clients: list[Data], num_nodes: int, hops: int, pruning: str, p: int,
-                     channel: Channel) -> list[sp.csr_matrix]:
+                     channel: Channel, resume: tuple[int, list[sp.csr_matrix]] | None = None,
+                     hop_ends: list[int] | None = None) -> list[sp.csr_matrix]:
     r"""Alg. 3 (App. D) run by the clients through ``channel``: each client's rows :math:`\bar A^{[i]}`.
 
     Every product is computed by the client the paper assigns it to, from
     what that client holds; every block crosses the channel as a message
     from client :math:`k` to client :math:`i` (see the module docstring).
+
+    Hop :math:`\ell` reads only the rows after hop :math:`\ell - 1` (and the pruning rule), never ``hops``:
+    ``resume=(depth, rows)`` continues from the rows this function returned for ``hops=depth`` (same clients,
+    pruning and ``p``) with hops ``depth + 1 .. hops`` and their messages, the same rows bit for bit as from
+    hop 1 (every value is a sum in the order of the fixed :math:`\tilde A` blocks' entries, pruning keeps
+    values by threshold, so the order of a row's stored entries does not matter). ``hop_ends`` (a list) gets
+    ``len(channel.ledger)`` after each hop computed.
     """
     num_clients = len(clients)
     names = [f"client{k}" for k in range(num_clients)]
@@ -311,8 +318,14 @@ def distributed_abar(clients: list[Data], num_nodes: int, hops: int, pruning: st
         blocks[k] = (gids[k], tilde[k][:, gids[k]])  # intra edges and self-loops
         incoming.append(blocks)
     share = math.ceil(p / num_clients)
-    power = [sp.diags(inverse_degree[i]) @ tilde[i] for i in range(num_clients)]
-    for hop in range(1, hops + 1):
+    if resume is None:
+        first, power = 1, [sp.diags(inverse_degree[i]) @ tilde[i] for i in range(num_clients)]
+    else:
+        first, power = int(resume[0]) + 1, [m.tocsr(copy=True) for m in resume[1]]
+        if not 1 <= first - 1 < hops or len(power) != num_clients:
+            raise ValueError(f"resume: depth {first - 1} of {len(power)} clients' rows cannot continue to hops={hops} "
+                             f"with {num_clients} clients")
+    for hop in range(first, hops + 1):
         if hop > 1:
             totals = [sp.csr_matrix((sizes[i], num_nodes)) for i in range(num_clients)]
             for k in range(num_clients):
@@ -341,6 +354,8 @@ def distributed_abar(clients: list[Data], num_nodes: int, hops: int, pruning: st
             for i in range(num_clients):
                 tau = float(channel.send(SERVER, names[i], {"abar_threshold": threshold}, PRE_TRAINING)["abar_threshold"])
                 power[i] = prune_at(power[i], tau)
+        if hop_ends is not None:
+            hop_ends.append(len(channel.ledger))
     for matrix in power:
         matrix.sort_indices()
     return power
@@ -366,19 +381,76 @@ def server_abar(data: Data, assignment: Tensor, clients: list[Data], hops: int, 
 ABAR_CACHE_VERSION = 1
 ABAR_CACHE_MAX_VALUES = 4_000_000
 """Alg. 3 results with more stored values than this (the unpruned "-F" powers of denser graphs) are not cached."""
+ABAR_STATE_MAX_VALUES = 8_000_000
+r"""Alg. 3 rows kept as the state a deeper ``hops`` continues from (:func:`cached_abar`) up to this many values
+(Cora's unpruned :math:`\hat A^{L}`, 7.3 M values when dense, about 90 MB; one state per partition and setting)."""
+
+
+def _graph_digest(data: Data, clients: list[Data], settings: dict[str, Any]) -> str:
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    for tensor in (data.edge_index, *(t for c in clients for t in (c.global_id, c.edge_index, c.cross_edge_index))):
+        digest.update(str((tuple(tensor.shape), str(tensor.dtype))).encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
 
 
 def abar_cache_path(data: Data, clients: list[Data], hops: int, pruning: str, p: int, protocol: str) -> Path:
     """``cache_root()/fedstruct_abar/<sha256>.pt``: the key covers everything :func:`distributed_abar` and
     :func:`server_abar` read -- the graph's edges and node count, each client's node ids, intra and cross
     edges in client order -- and ``hops``, ``pruning``, ``p`` and ``protocol``."""
-    digest = hashlib.sha256(json.dumps({"version": ABAR_CACHE_VERSION, "hops": int(hops), "pruning": pruning,
-                                        "p": int(p), "protocol": protocol, "num_nodes": int(data.num_nodes)},
-                                       sort_keys=True).encode())
-    for tensor in (data.edge_index, *(t for c in clients for t in (c.global_id, c.edge_index, c.cross_edge_index))):
-        digest.update(str((tuple(tensor.shape), str(tensor.dtype))).encode())
-        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    return cache_root() / "fedstruct_abar" / f"{digest.hexdigest()}.pt"
+    digest = _graph_digest(data, clients, {"version": ABAR_CACHE_VERSION, "hops": int(hops), "pruning": pruning,
+                                           "p": int(p), "protocol": protocol, "num_nodes": int(data.num_nodes)})
+    return cache_root() / "fedstruct_abar" / f"{digest}.pt"
+
+
+def abar_state_path(data: Data, clients: list[Data], pruning: str, p: int) -> Path:
+    """``cache_root()/fedstruct_abar_states/<sha256>.pt``: the deepest Alg. 3 (``protocol="clients"``) computed
+    for a graph, partition, ``pruning`` and ``p`` (the key of :func:`abar_cache_path` without ``hops``)."""
+    digest = _graph_digest(data, clients, {"version": ABAR_CACHE_VERSION, "what": "alg3 state", "pruning": pruning,
+                                           "p": int(p), "num_nodes": int(data.num_nodes)})
+    return cache_root() / "fedstruct_abar_states" / f"{digest}.pt"
+
+
+def _csr_stored(rows: list[sp.csr_matrix]) -> list[tuple[Tensor, ...]]:
+    return [(torch.from_numpy(r.data), torch.from_numpy(r.indices), torch.from_numpy(r.indptr), torch.tensor(r.shape))
+            for r in rows]
+
+
+def _csr_read(stored: list[tuple[Tensor, ...]]) -> list[sp.csr_matrix]:
+    return [sp.csr_matrix((d.numpy(), i.numpy(), ptr.numpy()), shape=tuple(int(v) for v in shape))
+            for d, i, ptr, shape in stored]
+
+
+def _save_atomic(stored: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
+    torch.save(stored, partial)
+    os.replace(partial, path)  # concurrent writers produce the same bytes; the rename is atomic
+
+
+def _message_tuples(messages: list[Message]) -> list[tuple]:
+    """The messages as stored: ``dataclasses.astuple``'s tuples (the fields in order; ``shape`` a tuple of ints),
+    without its recursive deep copy (the fields are immutable)."""
+    return [(m.round, m.sender, m.receiver, m.name, tuple(m.shape), m.dtype, m.nbytes) for m in messages]
+
+
+_READ_ERRORS = (OSError, EOFError, RuntimeError, KeyError, TypeError, ValueError, IndexError, pickle.UnpicklingError)
+
+
+def _read_state(path: Path) -> dict | None:
+    """The stored Alg. 3 state (``hops``, ``hop_ends``, ``messages``, ``rows`` or ``None``), or ``None``."""
+    if not path.is_file():
+        return None
+    try:
+        stored = torch.load(path, weights_only=True)
+        state = {"hops": int(stored["hops"]), "hop_ends": [int(e) for e in stored["hop_ends"]],
+                 "messages": [Message(*m) for m in stored["messages"]],
+                 "rows": None if stored["rows"] is None else _csr_read(stored["rows"])}
+        if len(state["hop_ends"]) != state["hops"] or state["hop_ends"][-1] != len(state["messages"]):
+            return None
+        return state
+    except _READ_ERRORS:
+        return None  # unreadable or damaged: computed again and replaced
 
 
 def cached_abar(data: Data, assignment: Tensor, clients: list[Data], hops: int, pruning: str, p: int,
@@ -393,36 +465,62 @@ def cached_abar(data: Data, assignment: Tensor, clients: list[Data], hops: int, 
     :data:`ABAR_CACHE_MAX_VALUES` values keep only their messages; ``rows=False`` (a caller that needs only the
     ledger, e.g. the fused "-F" simulation, :class:`PowerRows`) is then served from the cache too and gets
     ``None``; ``cache=False`` always computes.
+
+    Alg. 3's hop :math:`\ell` does not depend on ``hops`` (:func:`distributed_abar`), so a depth sweep (Fig.
+    4(b): ``hops`` 1..50 on one partition) keeps one state per partition and setting
+    (:func:`abar_state_path`: the deepest rows, up to :data:`ABAR_STATE_MAX_VALUES` values, and the messages
+    with the end of every hop's): a deeper ``hops`` replays the stored hops' messages and continues from their
+    rows; a shallower one that needs only the ledger replays its hops' messages. The same rows and ledger as
+    computing from hop 1.
     """
     path = abar_cache_path(data, clients, hops, pruning, p, protocol) if cache else None
     if path is not None and path.is_file():
         try:
             stored = torch.load(path, weights_only=True)
-            found = None if stored["rows"] is None else [
-                sp.csr_matrix((d.numpy(), i.numpy(), ptr.numpy()), shape=tuple(int(v) for v in shape))
-                for d, i, ptr, shape in stored["rows"]]
+            found = None if stored["rows"] is None else _csr_read(stored["rows"])
             messages = [Message(*m) for m in stored["messages"]]
-        except (OSError, EOFError, RuntimeError, KeyError, TypeError, ValueError, pickle.UnpicklingError):
+        except _READ_ERRORS:
             pass  # unreadable or damaged: computed again and replaced
         else:
             if found is not None or not rows:
                 for message in messages:
                     channel.ledger.record(message)
                 return found if rows else None
+    state_path = abar_state_path(data, clients, pruning, p) if cache and protocol == "clients" else None
+    state = _read_state(state_path) if state_path is not None else None
+    stored_depth = 0 if state is None else state["hops"]
+    if state is not None and state["hops"] >= hops and (not rows or state["hops"] > hops or state["rows"] is None):
+        if not rows:  # the first ``hops`` hops' messages
+            for message in state["messages"][:state["hop_ends"][hops - 1]]:
+                channel.ledger.record(message)
+            return None
+        state = None  # rows of a shallower depth: computed from hop 1
     start = len(channel.ledger)
+    hop_ends: list[int] = []
     if protocol == "clients":
-        computed = distributed_abar(clients, int(data.num_nodes), hops, pruning, p, channel)
+        resume = None
+        if state is not None and state["rows"] is not None and state["hops"] <= hops:
+            for message in state["messages"]:
+                channel.ledger.record(message)
+            hop_ends = [start + e for e in state["hop_ends"]]
+            if state["hops"] == hops:
+                computed = state["rows"]
+            else:
+                resume = (state["hops"], state["rows"])
+        if not hop_ends or resume is not None:
+            computed = distributed_abar(clients, int(data.num_nodes), hops, pruning, p, channel, resume=resume,
+                                        hop_ends=hop_ends)
     else:
         computed = server_abar(data, assignment, clients, hops, pruning, p, channel)
     if path is not None:
         small = sum(r.nnz for r in computed) <= ABAR_CACHE_MAX_VALUES
-        stored = {"rows": [(torch.from_numpy(r.data), torch.from_numpy(r.indices), torch.from_numpy(r.indptr),
-                            torch.tensor(r.shape)) for r in computed] if small else None,
-                  "messages": [astuple(m) for m in channel.ledger.messages[start:]]}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
-        torch.save(stored, partial)
-        os.replace(partial, path)  # concurrent writers produce the same bytes; the rename is atomic
+        _save_atomic({"rows": _csr_stored(computed) if small else None,
+                      "messages": _message_tuples(channel.ledger.messages[start:])}, path)
+    if state_path is not None and stored_depth < hops:  # a deeper state is kept
+        keep = sum(r.nnz for r in computed) <= ABAR_STATE_MAX_VALUES
+        _save_atomic({"hops": int(hops), "hop_ends": [e - start for e in hop_ends],
+                      "messages": _message_tuples(channel.ledger.messages[start:]),
+                      "rows": _csr_stored(computed) if keep else None}, state_path)
     return computed if rows else None
 
 

@@ -175,6 +175,69 @@ def node2vec_model(edge_index: Tensor, num_nodes: int, embedding_dim: int, **set
     return model
 
 
+SKIP_GRAM_CHUNK = 1 << 17
+"""Window scores of :func:`skip_gram_loss` are formed about this many values at a time (0.5 MB, in cache;
+fastest of 2^16..2^21 on Cora, 0.17 CPU s a batch against 0.21 at 2^19 and 0.6 unchunked)."""
+
+
+def _window_scores(weight: Tensor, walks: Tensor) -> Tensor:
+    """``(h_start * h_rest).sum(-1).view(-1)`` of PyG's ``Node2Vec.loss`` for the windows ``walks`` (``[B, C]``),
+    a chunk of windows at a time (each score is reduced alone, so chunks give the same values)."""
+    size, dim = walks.size(1) - 1, weight.size(1)
+    step = max(1, SKIP_GRAM_CHUNK // max(size * dim, 1))
+    out = []
+    for chunk in walks.split(step):
+        h_start = weight.index_select(0, chunk[:, 0]).view(-1, 1, dim)
+        h_rest = weight.index_select(0, chunk[:, 1:].reshape(-1)).view(chunk.size(0), size, dim)
+        out.append((h_start * h_rest).sum(dim=-1))
+    return torch.cat(out).view(-1)
+
+
+def _window_gradients(weight: Tensor, walks: Tensor, grad: Tensor) -> tuple[Tensor, Tensor]:
+    """The embedding table's gradients through the windows' first nodes and through the others (the two
+    embedding look-ups of PyG's loss), each as autograd forms it: ``grad * h_rest`` summed over the window
+    (``h_start``'s broadcast) and ``grad * h_start``, added row after row in window order from zero."""
+    size, dim = walks.size(1) - 1, weight.size(1)
+    step = max(1, SKIP_GRAM_CHUNK // max(size * dim, 1))
+    through_start, through_rest = torch.zeros_like(weight), torch.zeros_like(weight)
+    for chunk, g in zip(walks.split(step), grad.view(-1, size).split(step)):
+        h_start = weight.index_select(0, chunk[:, 0]).view(-1, 1, dim)
+        h_rest = weight.index_select(0, chunk[:, 1:].reshape(-1)).view(chunk.size(0), size, dim)
+        g = g.unsqueeze(-1)
+        through_start.index_add_(0, chunk[:, 0], (g * h_rest).sum(dim=1))
+        through_rest.index_add_(0, chunk[:, 1:].reshape(-1), (g * h_start).reshape(-1, dim))
+    return through_start, through_rest
+
+
+class _SkipGramScores(torch.autograd.Function):
+    """The positive and negative window scores of PyG's ``Node2Vec.loss`` and their gradient for the table."""
+
+    @staticmethod
+    def forward(ctx, weight: Tensor, positive: Tensor, negative: Tensor) -> tuple[Tensor, Tensor]:
+        ctx.save_for_backward(weight, positive, negative)
+        return _window_scores(weight, positive), _window_scores(weight, negative)
+
+    @staticmethod
+    def backward(ctx, grad_positive: Tensor, grad_negative: Tensor) -> tuple[Tensor, None, None]:
+        weight, positive, negative = ctx.saved_tensors
+        pos_start, pos_rest = _window_gradients(weight, positive, grad_positive)
+        neg_start, neg_rest = _window_gradients(weight, negative, grad_negative)
+        # the order in which autograd adds the four look-ups' gradients in PyG's loss (the last look-up first)
+        return ((neg_rest + neg_start) + pos_rest) + pos_start, None, None
+
+
+def skip_gram_loss(model: torch.nn.Module, positive: Tensor, negative: Tensor) -> Tensor:
+    """PyG's ``Node2Vec.loss(positive, negative)`` (skip-gram with negative sampling; Grover and Leskovec, KDD
+    2016, Eq. 2 as PyG computes it) with the same value and the same gradient for the embedding table, bit for
+    bit, without materialising the ``[windows, context, dim]`` products at once: the scores and their
+    gradient are formed a chunk of windows at a time (:data:`SKIP_GRAM_CHUNK`). ``tests/test_node_structure.py``
+    compares both with ``model.loss`` on every batch of an epoch."""
+    positive_scores, negative_scores = _SkipGramScores.apply(model.embedding.weight, positive, negative)
+    positive_loss = -torch.log(torch.sigmoid(positive_scores) + model.EPS).mean()
+    negative_loss = -torch.log(1 - torch.sigmoid(negative_scores) + model.EPS).mean()
+    return positive_loss + negative_loss
+
+
 def node2vec_features(edge_index: Tensor, num_nodes: int, width: int = 256, seed: int = 0, cache: bool = True,
                       **settings: Any) -> Tensor:
     """``float32[n, width]``: Node2Vec NSF (Table 8, App. H), trained as the official code's
@@ -184,7 +247,8 @@ def node2vec_features(edge_index: Tensor, num_nodes: int, width: int = 256, seed
 
     The embedding's gradient is formed dense (an index-add, instead of the official ``sparse=True`` table's
     uncoalesced sparse gradient, which took 2/3 of the time on Cora) and handed to SparseAdam as its
-    nonzero rows: the same lazy update of the rows a batch touched."""
+    nonzero rows: the same lazy update of the rows a batch touched. The loss is PyG's, computed by
+    :func:`skip_gram_loss` (the same values and gradients, a chunk of windows at a time)."""
     o = {**NODE2VEC_DEFAULTS, **settings}
     payload = {"version": 1, "what": "node2vec", "width": int(width), "seed": int(seed), "settings": o,
                "graph": _graph_checksum(edge_index, num_nodes)}
@@ -199,7 +263,7 @@ def node2vec_features(edge_index: Tensor, num_nodes: int, width: int = 256, seed
             for _ in range(o["epochs"]):
                 for positive, negative in loader:
                     optimizer.zero_grad()
-                    model.loss(positive, negative).backward()
+                    skip_gram_loss(model, positive, negative).backward()
                     grad = model.embedding.weight.grad
                     rows = grad.abs().sum(dim=1).nonzero().view(1, -1)  # the rows this batch touched
                     model.embedding.weight.grad = torch.sparse_coo_tensor(
