@@ -39,15 +39,18 @@
 # already stored by `1_motivation` and `3_results` (whose cells these tables
 # repeat are copied): Table 6 2,700, Table 7 900, Fig. 4(a) 480, Fig. 4(b)
 # 3,500 (Cora, 50 depths x 7 curves x 10 runs) and Fig. 4(c) 600. The 6,570 runs of
-# measured kinds take **about 20.9 hours on one thread, about 10.5 on two
-# workers** (28.8 hours for the same plan without this branch's two speed-ups: Alg. 3 computed
+# measured kinds take **about 18.3 hours on one thread, about 9.2 on two
+# workers** (20.9 hours before Alg. 3 continued a depth sweep from its deepest stored hop, below; 28.8 hours
+# before two earlier speed-ups: Alg. 3 computed
 # once per partition and setting and shared by the rows that use it, and the
 # unpruned "-F" $\bar A$ applied as $L_s$ sparse products with $\hat A$:
 # Photo's FedStruct-F from 270 to 34 s a run, Cora's from 29 to 3 s). By
 # table: Table 6 11.8 hours (PubMed and Photo most of it), Table 7 0.9, Fig.
-# 4(a) 0.3, Fig. 4(b) 6.4 (3.0 of them its H2V s-F curve: Alg. 3 computes the
-# unpruned $\hat A^{L}$ of up to 50 hops for the ledger, about 0.85 s per
-# layer and run), Fig. 4(c) 1.4. Left
+# 4(a) 0.3, Fig. 4(b) about 3.8 (its H2V s-F curve about 0.5 of them: Alg. 3
+# computes the unpruned $\hat A^{L}$ of up to 50 hops for the ledger, about
+# 0.85 s per hop, and now continues from the deepest depth stored for the
+# partition instead of starting at hop 1 -- the same rows and ledger; a depth-50
+# run measured 4.6 s instead of about 45; the curve was 3.0 hours before), Fig. 4(c) 1.4. Left
 # out: FedSage+ (150 runs; on Photo its generator training alone takes about 150 s a run), Photo's
 # FedGCN-1hop/2hop and FED-PUB (70 runs), and the "-F" rows on PubMed (80
 # runs), which cannot run on this machine: PubMed's unpruned $\hat A^{20}$ is
@@ -61,18 +64,22 @@
 # operators of `fglcore.models.operators`, the same numbers). A GNN+N2V run
 # costs the same training plus Node2Vec on the global graph, once per dataset
 # and seed (cached on disk and shared with the DGCN+N2V row and every Fig. 6
-# fraction): (GNN+N2V) on Cora 737 s (81.2 %), of which about 734 s are
-# Node2Vec (12 CPU minutes a seed on Cora; on Photo, 2.8 times the walks,
-# about 35 minutes by that ratio, not measured). Projection for the full profile: Table 8's two GNN rows
+# fraction): (GNN+N2V) on Cora 737 s (81.2 %), of which about 734 s were
+# Node2Vec (12 CPU minutes a seed on Cora) before PyG's skip-gram loss was
+# computed a chunk of windows at a time (`node_structure.skip_gram_loss`, the
+# same loss and gradients bit for bit): two epochs on Cora then took 8.4 CPU s
+# instead of 28.9, one on Photo 16.5 instead of 43.6, so about 3.5 minutes a
+# seed on Cora and 14 on Photo (50 epochs; scaled from those epochs, not timed
+# to the end). Projection for the full profile: Table 8's two GNN rows
 # (Cora, CiteSeer, Chameleon x 3 partitions x 10 seeds = 180 runs) about
 # 0.3 hours on one thread, beside the Node2Vec trainings the DGCN+N2V row
 # already pays; Fig. 6 (6 curves x 3 fractions x 10 seeds = 180 runs on
 # Photo; per run FedSGD GNN about 25 s, FedStruct (H2V) 31, (DGCN+N2V) 46
 # (the "-F" $\bar A$), (GNN+H2V) 35, (GNN+N2V) 35, Central GNN 30; all but the
 # GNN rows are `3_results`' Photo timings) about 1.7 hours on one thread, plus
-# ten Node2Vec trainings on Photo (one per seed, about 6 hours by the
+# ten Node2Vec trainings on Photo (one per seed, about 2.3 hours by the
 # estimate above). Table 8's Node2Vec trainings (3 datasets x 10 seeds, about
-# 6 hours at Cora's 12 minutes) are shared by its DGCN+N2V and GNN+N2V rows.
+# 1.8 hours at Cora's 3.5 minutes) are shared by its DGCN+N2V and GNN+N2V rows.
 # These 360 runs come on top of the 8,180 above.
 
 # %% tags=["parameters"]
