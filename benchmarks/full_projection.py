@@ -40,6 +40,14 @@ Truncation, and how a truncated run is extrapolated to the planned one:
   iterations, its CPU scaled by ``planned / N`` (each iteration is one Adam
   step on the same pseudo-graph); Stages 1-2 run in full (their length
   comes from early stopping, not from a fixed count).
+* ``--distill N`` (DENSE, Co-Boost): the server's distillation cut to ``N``
+  of its ``epochs`` rounds (every distillation, one per architecture under a
+  model list). The CPU of the servers' ``synthesize`` (a fixed number of
+  generator steps a round) is scaled by ``planned / N``; the rest of
+  ``distill`` (the student's steps, Co-Boost's re-weighting and ODS, one
+  pass over a pool that grows by one graph a round) by the pooled graphs
+  visited, ``planned (planned + 1) / (N (N + 1))``; local training,
+  choice of the local epochs and fine-tuning run in full.
 
 Example::
 
@@ -76,8 +84,40 @@ def _cpu_children() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def measure(config, *, rounds: int | None, condense: int | None) -> dict:
+class _DistillationTimer:
+    """CPU seconds spent in the distillation servers' ``distill`` and, inside it, ``synthesize`` (while in use)."""
+
+    def __init__(self):
+        from fglcore.algorithms.coboost import CoBoostServer
+        from fglcore.algorithms.dense import DenseServer
+
+        self.seconds = {"distill": 0.0, "synthesize": 0.0}
+        self.saved = [(cls, name, cls.__dict__[name]) for cls in (DenseServer, CoBoostServer)
+                      for name in ("distill", "synthesize")]
+
+    def __enter__(self):
+        for cls, name, method in self.saved:
+            setattr(cls, name, self._timed(name, method))
+        return self
+
+    def __exit__(self, *exc):
+        for cls, name, method in self.saved:
+            setattr(cls, name, method)
+
+    def _timed(self, name, method):
+        def timed(*args, **kwargs):
+            start = time.process_time()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self.seconds[name] += time.process_time() - start
+        return timed
+
+
+def measure(config, *, rounds: int | None, condense: int | None, distill: int | None = None) -> dict:
     """CPU seconds of one run of ``config`` (truncated as asked) and its extrapolation to the planned run."""
+    import contextlib
+
     from fglcore.experiment import prepare
 
     planned_rounds = config.rounds
@@ -88,13 +128,20 @@ def measure(config, *, rounds: int | None, condense: int | None) -> dict:
 
         planned_iterations = options.get("condense_iterations", Opfgl.default_options["condense_iterations"])
         options["condense_iterations"] = condense
+    planned_distill = None
+    if distill is not None:
+        from fglcore.algorithms.base import ALGORITHMS
+
+        planned_distill = options.get("epochs", ALGORITHMS.get(config.algorithm).default_options["epochs"])
+        options["epochs"] = distill
     run_config = config.replace(rounds=rounds or planned_rounds, algorithm_options=options,
                                 evaluate_every=min(config.evaluate_every, rounds or planned_rounds))
     prepare(run_config)  # warm: data and partition caches, imports (not timed)
     wall, cpu, children = time.time(), time.process_time(), _cpu_children()
     algorithm = prepare(run_config)
     prepared = time.process_time()
-    result = algorithm.run()
+    with (_DistillationTimer() if distill is not None else contextlib.nullcontext()) as timer:
+        result = algorithm.run()
     run_cpu = time.process_time() - prepared
     child_cpu = _cpu_children() - children
     prepare_cpu = prepared - cpu
@@ -105,6 +152,14 @@ def measure(config, *, rounds: int | None, condense: int | None) -> dict:
         train += condensation * (planned_iterations / condense - 1)
         parts.append(f"condensation {condense} of {planned_iterations} iterations ({condensation:.1f} s CPU), "
                      "scaled linearly")
+    if distill is not None:
+        synthesis = timer.seconds["synthesize"]
+        pooled = timer.seconds["distill"] - synthesis
+        visits = planned_distill * (planned_distill + 1) / (distill * (distill + 1))
+        train += synthesis * (planned_distill / distill - 1) + pooled * (visits - 1)
+        parts.append(f"distillation {distill} of {planned_distill} rounds (synthesis {synthesis:.1f} s CPU, scaled "
+                     f"linearly; the rest of the distillation {pooled:.1f} s CPU, scaled by the pooled graphs "
+                     f"visited, x{visits:.0f})")
     if rounds is not None and rounds != planned_rounds:
         train *= planned_rounds / rounds
         parts.append(f"{rounds} of {planned_rounds} rounds, scaled linearly")
@@ -160,6 +215,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, help="truncate rounds/epochs to this many (scaled linearly)")
     parser.add_argument("--rounds2", type=int, help="with --rounds: a second length, to fit a one-time part")
     parser.add_argument("--condense", type=int, help="truncate O-pFGL's condensation to this many iterations")
+    parser.add_argument("--distill", type=int, help="truncate DENSE/Co-Boost's distillation to this many rounds")
     parser.add_argument("--out", type=Path, help="CSV of measured seconds (default benchmarks/projection_<paper>.csv)")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
@@ -200,11 +256,11 @@ def main() -> None:
         if group not in by_group:
             raise SystemExit(f"no planned run of group {group!r}; groups: {', '.join(sorted(by_group))}")
         row = {"paper": args.paper, "group": group, **measure(by_group[group], rounds=args.rounds,
-                                                              condense=args.condense)}
+                                                              condense=args.condense, distill=args.distill)}
         if args.rounds2:
             if not args.rounds:
                 raise SystemExit("--rounds2 needs --rounds")
-            second = measure(by_group[group], rounds=args.rounds2, condense=args.condense)
+            second = measure(by_group[group], rounds=args.rounds2, condense=args.condense, distill=args.distill)
             row = two_point(row, second, args.rounds, args.rounds2, by_group[group].rounds)
         new = not out.exists()
         with open(out, "a", newline="", encoding="utf-8") as f:

@@ -154,3 +154,42 @@ def test_same_seed_same_numbers_and_another_seed_other_numbers():
     assert a == b
     assert all(torch.equal(v, mb[k]) for ma, mb in zip(models_a, models_b) for k, v in ma.items())
     assert a != c
+
+
+@pytest.mark.parametrize("name", ["dense", "coboost"])
+def test_synthetic_graph_operators_give_the_edge_index_numbers_bit_for_bit(name, monkeypatch):
+    """The servers hand the synthetic graphs' sparse operators to the models that take them (the GCNs; APPNP
+    falls back to the edges): every student, fine-tuned model and metric equals the edge_index path's."""
+    from fglcore.algorithms import ensemble_distillation
+    from fglcore.models.operators import GraphOperators
+
+    built = []
+    original = ensemble_distillation.synthetic_graph
+
+    def spy(*args, **kwargs):
+        built.append(original(*args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(ensemble_distillation, "synthetic_graph", spy)
+    if name == "coboost":
+        from fglcore.algorithms import coboost
+        monkeypatch.setattr(coboost, "synthetic_graph", spy)
+
+    def once(fast: bool):
+        monkeypatch.setenv("FGL_GRAPH_FAST", "1" if fast else "0")
+        built.clear()
+        algorithm = ALGORITHMS.get(name)(config(name), federation(), "cpu")
+        result = algorithm.run()
+        kinds = {type(g) for g in built}
+        return result, algorithm, kinds
+
+    plain, plain_algorithm, plain_kinds = once(False)
+    fast, fast_algorithm, fast_kinds = once(True)
+    assert plain_kinds == {torch.Tensor} and fast_kinds == {GraphOperators}
+    assert plain.metrics == fast.metrics and plain.per_client == fast.per_client
+    assert repr(plain.extras) == repr(fast.extras)
+    for a, b in zip(plain_algorithm.server.students, fast_algorithm.server.students):
+        assert a.keys() == b.keys() and all(torch.equal(v, b[k]) for k, v in a.items())
+    for a, b in zip(plain_algorithm.clients, fast_algorithm.clients):
+        sa, sb = a.model.state_dict(), b.model.state_dict()
+        assert all(torch.equal(v, sb[k]) for k, v in sa.items())

@@ -69,7 +69,8 @@ from fglcore.algorithms.base import register_algorithm
 from fglcore.algorithms.ensemble_distillation import (NON_NEGATIVE_REAL, SHARED_BOUNDS, SHARED_DEFAULTS,
                                                       BatchNormStatistics, DistillationServer,
                                                       EnsembleDistillation, SyntheticGraph, disjoint_union,
-                                                      ensemble, kd_divergence, teacher_logits)
+                                                      ensemble, kd_divergence, on_graph, synthetic_graph,
+                                                      teacher_logits)
 from fglcore.checks import POSITIVE, Bounds
 from fglcore.models.node_generator import NodeFeatureGenerator
 
@@ -109,24 +110,24 @@ class CoBoostServer(DistillationServer):
         bn.take()  # drop the statistics of the teachers' forwards since the last synthesis (ODS)
         for _ in range(o["generator_steps"]):
             optimizer.zero_grad(set_to_none=True)
-            x, edge_index = self.generator_step_graph(generator, z, c)
-            t_out = ensemble(teacher_logits(teachers, x, edge_index), weights)
+            x, edge_index, graph = self.generator_step_graph(generator, z, c, [*teachers, student])
+            t_out = ensemble(teacher_logits(teachers, x, graph), weights)
             loss_bn = bn.take() / len(teachers)
             loss_ce = hard_cross_entropy(t_out, c, o["hardness"])
-            s_out = student(x, edge_index)
+            s_out = on_graph(student, x, graph)
             loss_adv = -kd_divergence(s_out, t_out, o["adv_temperature"], "none").sum(1).mean()
             loss = o["bn_weight"] * loss_bn + o["ce_weight"] * loss_ce + o["adv_weight"] * loss_adv
             loss.backward()
             torch.nn.utils.clip_grad_norm_(generator.parameters(), max_norm=GRAD_CLIP)
             optimizer.step()
             if float(loss.detach()) < best_cost:  # the loss of these features (computed before the step)
-                best_cost, best = float(loss.detach()), (x.detach(), edge_index)
+                best_cost, best = float(loss.detach()), (x.detach(), edge_index, graph)
         student.requires_grad_(True)
-        x, edge_index = best
+        x, edge_index, graph = best
         with torch.no_grad():
-            logits = teacher_logits(teachers, x, edge_index)
+            logits = teacher_logits(teachers, x, graph)
         bn.take()
-        return SyntheticGraph(x, edge_index, c, logits)
+        return SyntheticGraph(x, edge_index, c, logits, graph)
 
     def reweight(self, pool: list[SyntheticGraph], weights: Tensor, epoch: int) -> Tensor:
         """Step 2 (Eq. 7): signed-gradient steps of the ensemble weights on the pool's cross-entropy."""
@@ -148,13 +149,14 @@ class CoBoostServer(DistillationServer):
                   ) -> list[tuple[Tensor, Tensor]]:
         """Step 3's ODS (Eq. 8): each pooled graph's perturbed features and the ensemble's logits on them."""
         x, edge_index, sizes = disjoint_union(pool)
+        graph = synthetic_graph(teachers, edge_index, x.size(0), x.dtype)
         x = x.clone().requires_grad_(True)
-        probs = F.softmax(ensemble(teacher_logits(teachers, x, edge_index), weights) / ODS_TEMPERATURE, dim=1)
+        probs = F.softmax(ensemble(teacher_logits(teachers, x, graph), weights) / ODS_TEMPERATURE, dim=1)
         direction = torch.empty_like(probs).uniform_(-1.0, 1.0)
         (grad,) = torch.autograd.grad((direction * probs).sum(), x)
         hard = (x + self.options["ods_eta"] * grad.sign()).detach()
         with torch.no_grad():
-            target = ensemble(teacher_logits(teachers, hard, edge_index), weights)
+            target = ensemble(teacher_logits(teachers, hard, graph), weights)
         return list(zip(hard.split(sizes), target.split(sizes)))
 
     def distill(self, teachers: list[nn.Module], student: nn.Module, generator: NodeFeatureGenerator
@@ -178,7 +180,7 @@ class CoBoostServer(DistillationServer):
                 total = 0.0
                 for i in torch.randperm(len(pool)).tolist():
                     x, target = hard[i]
-                    total += self.kd_step(student, optimizer, x, pool[i].edge_index, target, GRAD_CLIP)
+                    total += self.kd_step(student, optimizer, x, pool[i].graph, target, GRAD_CLIP)
                 losses.append(total / len(pool))
                 schedule.step()
         finally:

@@ -59,7 +59,7 @@ from torch import nn
 from fglcore.algorithms.base import register_algorithm
 from fglcore.algorithms.ensemble_distillation import (SHARED_DEFAULTS, BatchNormStatistics, DistillationServer,
                                                       EnsembleDistillation, SyntheticGraph, ensemble,
-                                                      kd_divergence, teacher_logits)
+                                                      kd_divergence, on_graph, teacher_logits)
 from fglcore.models.node_generator import NodeFeatureGenerator
 
 DEFAULTS: dict[str, Any] = {
@@ -81,24 +81,24 @@ class DenseServer(DistillationServer):
         best, best_cost = None, float("inf")
         for _ in range(o["generator_steps"]):
             optimizer.zero_grad(set_to_none=True)
-            x, edge_index = self.generator_step_graph(generator, z, c)
-            t_out = ensemble(teacher_logits(teachers, x, edge_index))
+            x, edge_index, graph = self.generator_step_graph(generator, z, c, [*teachers, student])
+            t_out = ensemble(teacher_logits(teachers, x, graph))
             loss_bn = bn.take()
             loss_ce = F.cross_entropy(t_out, c)
-            s_out = student(x, edge_index)
+            s_out = on_graph(student, x, graph)
             disagree = (s_out.argmax(1) != t_out.argmax(1)).float()
             loss_adv = -(kd_divergence(s_out, t_out, o["adv_temperature"], "none").sum(1) * disagree).mean()
             loss = o["bn_weight"] * loss_bn + o["ce_weight"] * loss_ce + o["adv_weight"] * loss_adv
             if best is None or float(loss.detach()) < best_cost:
-                best_cost, best = float(loss.detach()), (x.detach(), edge_index)
+                best_cost, best = float(loss.detach()), (x.detach(), edge_index, graph)
             loss.backward()
             optimizer.step()
         student.requires_grad_(True)
-        x, edge_index = best
+        x, edge_index, graph = best
         with torch.no_grad():
-            logits = teacher_logits(teachers, x, edge_index)
+            logits = teacher_logits(teachers, x, graph)
         bn.take()
-        return SyntheticGraph(x, edge_index, c, logits)
+        return SyntheticGraph(x, edge_index, c, logits, graph)
 
     def distill(self, teachers: list[nn.Module], student: nn.Module, generator: NodeFeatureGenerator
                 ) -> list[SyntheticGraph]:
@@ -114,7 +114,7 @@ class DenseServer(DistillationServer):
                 total = 0.0
                 for i in torch.randperm(len(pool)).tolist():
                     g = pool[i]
-                    total += self.kd_step(student, optimizer, g.x, g.edge_index, ensemble(g.teacher_logits), None)
+                    total += self.kd_step(student, optimizer, g.x, g.graph, ensemble(g.teacher_logits), None)
                 losses.append(total / len(pool))
         finally:
             bn.remove()

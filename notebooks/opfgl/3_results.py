@@ -95,42 +95,42 @@ print(ot.count_runs(plan["configs"]).to_string(index=False))
 # * `scaled` or `as gcn`: the same method on the same data, timed at other rounds or with the GCN backbone.
 # * `modelled`: dataset size x method cost, fitted on the measured groups (`fglcore.runlog.expected_seconds`). `method not measured` means a mean cost stands in for the method, so treat that number as a rough guess.
 #
-# `python benchmarks/full_projection.py opfgl project` prints every group. **The whole paper** (four notebooks): 1366 runs, 78.6 CPU hours (one thread), 39.3 h on 2 workers at best; only 15 % of the hours priced from measured groups, so read it as an order of magnitude. The projection made earlier the same day, before DENSE and Co-Boost were measured, was 20.2 CPU h.
+# `python benchmarks/full_projection.py opfgl project` prints every group. **The whole paper** (four notebooks): 1366 runs, 83.4 CPU hours (one thread), 41.7 h on 2 workers at best; 35 % of the hours priced from measured groups, so read it as an order of magnitude. Earlier the same day it was 20.2 CPU h before DENSE and Co-Boost were measured, then 78.6 h with them measured on Cora only and modelled elsewhere; the DENSE and Co-Boost rows were then made cheaper (below) and measured on PubMed and, for DENSE, with the `hetero` list.
 #
 #
-# **3_results**: 1083 runs, 73.8 CPU h, 36.9 h on 2 workers at best
+# **3_results**: 1083 runs, 78.7 CPU h, 39.4 h on 2 workers at best
 #
 # | method | runs | CPU h | of which measured groups |
 # |---|---:|---:|---:|
-# | coboost | 108 | 36.98 | 2.24 |
-# | dense | 108 | 18.98 | 1.14 |
-# | fedtad | 126 | 5.34 | 2.48 |
-# | fedgta | 114 | 2.42 | 0.03 |
-# | fedlog | 96 | 2.16 | 0.00 |
-# | fedpub | 78 | 2.03 | 0.05 |
+# | dense | 108 | 51.25 | 18.74 |
+# | coboost | 108 | 10.04 | 2.47 |
+# | fedtad | 126 | 5.44 | 2.48 |
+# | fedgta | 114 | 2.38 | 0.03 |
+# | fedlog | 96 | 2.22 | 0.00 |
 # | opfgl | 106 | 1.89 | 0.72 |
-# | fedavg_ft | 96 | 1.64 | 0.71 |
-# | fedspray | 126 | 1.41 | 0.18 |
-# | local | 108 | 0.72 | 0.01 |
-# | fedavg | 17 | 0.18 | 0.02 |
+# | fedpub | 78 | 1.79 | 0.05 |
+# | fedavg_ft | 96 | 1.67 | 0.71 |
+# | fedspray | 126 | 1.24 | 0.18 |
+# | local | 108 | 0.70 | 0.01 |
+# | fedavg | 17 | 0.10 | 0.02 |
 #
 # | biggest groups (dataset, method, model, rounds) | runs | CPU s/run | CPU h | priced |
 # |---|---:|---:|---:|---|
-# | PubMed, coboost, gcn, 1 | 12 | 3796 | 12.65 | modelled |
-# | PubMed, dense, gcn, 1 | 12 | 1921 | 6.40 | modelled |
-# | CiteSeer, coboost, gcn, 1 | 12 | 1615 | 5.38 | modelled |
-# | Photo, coboost, gcn, 1 | 6 | 1966 | 3.28 | modelled |
-# | Computers, coboost, gcn, 1 | 6 | 1688 | 2.81 | modelled |
-# | CS, coboost, gcn, 1 | 6 | 1688 | 2.81 | modelled |
-# | Physics, coboost, gcn, 1 | 6 | 1688 | 2.81 | modelled |
-# | CiteSeer, dense, gcn, 1 | 12 | 818 | 2.72 | modelled |
+# | CiteSeer, dense, hetero, 1 | 6 | 17304 | 28.84 | modelled |
+# | Cora, dense, hetero, 1 | 6 | 10451 | 17.42 | measured |
+# | PubMed, fedtad, gcn, 100 | 6 | 1424 | 2.37 | measured |
+# | Cora, coboost, gcn, 1 | 12 | 483 | 1.61 | measured |
+# | CiteSeer, coboost, gcn, 1 | 12 | 357 | 1.19 | modelled |
+# | PubMed, coboost, gcn, 1 | 12 | 258 | 0.86 | measured |
+# | Cora, coboost, hetero, 1 | 6 | 483 | 0.81 | as gcn |
+# | Cora, coboost, sage, 1 | 6 | 483 | 0.81 | as gcn |
 #
 # **What these numbers leave out or guess:**
 #
-# * **DENSE and Co-Boost dominate, and most of their hours are modelled.** Measured on Cora, with the local epochs chosen on the teachers (one distillation per run, above): DENSE 341 s and Co-Boost 673 s of CPU a run. The distillation is most of it: 200 rounds over a pool of synthetic graphs that grows by one graph a round. Choosing on the final models would distil once per value of the epochs grid, seven times as much. Their runs on the other datasets are `modelled` by dataset size. That is a rough guess for them, because the synthetic graphs have the same size whatever the dataset. A heterogeneous run (Tables 3 and 11) distils one student per architecture, nine for `hetero`, so it should cost about nine times the single-model run, yet it is priced like one. Measuring one was still running when this was written.
+# * **DENSE and Co-Boost.** Every teacher and the student now propagate over sparse operators built once per synthetic graph (`fglcore.algorithms.ensemble_distillation.synthetic_graph`), bit-identical numbers. Measured, with the local epochs chosen on the teachers (one distillation per run): on Cora DENSE 341 -> 234 s and Co-Boost 673 -> 483 s of CPU a run; on PubMed (full runs) DENSE 163 s and Co-Boost 258 s, where the size model had guessed 1,921 s and 3,796 s. The synthetic graphs have the same size whatever the dataset, so the cost follows the feature width (Cora 1,433, PubMed 500) more than the graph; the `modelled` rows of CiteSeer (3,703 features), CS and Physics are probably too low. **A heterogeneous run is the largest item**: DENSE with `hetero` on Cora distils nine students, and its synthesis steps run ten teachers of up to 512 hidden units, SGC and APPNP among them: 10,451 s a run, timed at 20 of the 200 distillation rounds (synthesis scaled linearly, the pooled passes by the graphs visited; the same truncation overestimated DENSE's plain Cora run by 16 %, 272 s against 234 s). Co-Boost with `hetero` was not measured and is still priced `as gcn` (483 s on Cora), far too low: expect at least DENSE's.
 # * **Not measured at all:** FedLoG and the one-round FedPUB, FedGTA and FedTAD, priced at a mean cost (`method not measured`). O-pFGL on CS, Computers and Physics is `modelled`.
 # * **Physics fits now.** O-pFGL's Physics run (34,493 nodes x 8,415 features) used to be killed by the out-of-memory killer at 8.6 GB resident. Almost all of that was one step, the one-hop propagation of the features: it gathered edges x features at once, about 15 GB on the largest Louvain+ client. The step now propagates in chunks, only for the rows the statistics use, and computes the float64 statistics in column blocks. The numbers are bit-identical on Cora, CiteSeer and CS. A whole Physics run now peaks at 3.0 GB (Louvain+) and 3.1 GB (Metis+), of which 2.6-2.7 GB is the loaded dataset (`python benchmarks/opfgl_memory.py --dataset Physics` prints the peak per phase).
-# * **The biggest measured items** are FedTAD at 100 rounds on PubMed (1,424 s a run, 22x its Cora run) and the one-round FedAvg + fine-tuning on PubMed (205 s a run, 21x Cora). O-pFGL itself costs about 60-77 s a run on Cora, CiteSeer, PubMed and Photo. Its condensation is cheap (1.2-3.5 s per 300 iterations, so 12-35 s of the run); Stages 1-2 take the rest.
+# * **The biggest measured items** after the heterogeneous DENSE runs are FedTAD at 100 rounds on PubMed (1,424 s a run, 22x its Cora run) and the one-round FedAvg + fine-tuning on PubMed (205 s a run, 21x Cora). O-pFGL itself costs about 60-77 s a run on Cora, CiteSeer, PubMed and Photo. Its condensation is cheap (1.2-3.5 s per 300 iterations, so 12-35 s of the run); Stages 1-2 take the rest.
 #
 
 # %% [markdown]
