@@ -20,7 +20,9 @@ mini-batch (built by :class:`fglcore.algorithms.training.GraphBatcher`);
   ``gcn_norm`` (the normalisation is per graph, so a batch's ``Â`` is the
   block diagonal of its graphs' blocks);
 * ``SAGEConv`` with mean aggregation (Hamilton et al., NeurIPS 2017):
-  ``lin_l(A x / deg) + lin_r(x)``.
+  ``lin_l(A x / deg) + lin_r(x)``;
+* ``GraphConv`` with sum aggregation (Morris et al., AAAI 2019, Eq. 5, the
+  1-GNN): ``lin_rel(A x) + lin_root(x)``.
 
 A row's entries keep the order of PyG's edge list (GCN's self-loops last,
 where ``gcn_norm`` appends them), and :func:`propagate` rounds each message
@@ -41,7 +43,7 @@ from typing import Iterable
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.nn import GCNConv, GINConv, SAGEConv
+from torch_geometric.nn import GCNConv, GINConv, GraphConv, SAGEConv
 
 from fglcore import native
 
@@ -255,7 +257,8 @@ def required_operators(model: nn.Module) -> frozenset[str]:
     for module in model.modules():
         if isinstance(module, GCNConv) and is_plain_gcn(module):
             kinds.add(GCN)
-        elif isinstance(module, GINConv) or (isinstance(module, SAGEConv) and is_plain_sage(module)):
+        elif isinstance(module, GINConv) or (isinstance(module, SAGEConv) and is_plain_sage(module)) or (
+                isinstance(module, GraphConv) and is_plain_graph_conv(module)):
             kinds.add(SUM)
     return frozenset(kinds)
 
@@ -267,6 +270,10 @@ def is_plain_gcn(conv: GCNConv) -> bool:
 
 def is_plain_sage(conv: SAGEConv) -> bool:
     return conv.aggr == "mean" and not conv.project and not conv.normalize and not isinstance(conv.lin_l, nn.ModuleList)
+
+
+def is_plain_graph_conv(conv: GraphConv) -> bool:
+    return conv.aggr == "add" and not isinstance(conv.lin_rel, nn.ModuleList)
 
 
 def apply_conv(conv: nn.Module, x: Tensor, graph: Tensor | GraphOperators) -> Tensor:
@@ -283,6 +290,8 @@ def apply_conv(conv: nn.Module, x: Tensor, graph: Tensor | GraphOperators) -> Te
         mean = (graph.adjacency @ x) / graph.in_degree.clamp(min=1).to(x.dtype).view(-1, 1)
         out = conv.lin_l(mean)
         return out + conv.lin_r(x) if conv.root_weight else out
+    if isinstance(conv, GraphConv) and graph.adjacency is not None and is_plain_graph_conv(conv):
+        return conv.lin_rel(graph.adjacency @ x) + conv.lin_root(x)  # PyG's GraphConv.forward, same order
     return conv(x, graph.edge_index)
 
 
