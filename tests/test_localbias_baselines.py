@@ -371,30 +371,6 @@ def test_one_gnn_model_is_the_local_bias_backbone():
     assert torch.equal(a(data.x, data.edge_index), b(data.x, data.edge_index))
 
 
-def test_neighbour_order_is_the_two_sort_order_even_with_ties():
-    """One int64 sort of (owner, key) gives the order of ``argsort(keys)`` then a stable sort by owner, bit for bit
-    (the sampler's random streams and batches are unchanged); a same-owner tie takes the two-sort path itself."""
-    from fglcore.algorithms.graph_sampling import _owner_key_order
-
-    def two_sorts(owner, keys):
-        order = torch.argsort(keys)
-        return order[torch.argsort(owner[order], stable=True)]
-
-    g = torch.Generator().manual_seed(0)
-    for n, owners in [(1, 1), (50, 3), (5000, 40), (200000, 5000)]:
-        owner = torch.sort(torch.randint(0, owners, (n,), generator=g)).values
-        keys = torch.rand(n, generator=g)
-        assert torch.equal(_owner_key_order(owner, keys), two_sorts(owner, keys))
-    owner = torch.tensor([0, 0, 0, 1, 1, 2, 2, 2, 2])
-    keys = torch.rand(9, generator=g)
-    keys[1] = keys[2]  # a tie inside owner 0
-    keys[5] = keys[3]  # equal keys of different owners do not matter
-    assert torch.equal(_owner_key_order(owner, keys), two_sorts(owner, keys))
-    odd = torch.tensor([0.3, 0.1 + 1e-9, 0.2])  # not a torch.rand draw: the two sorts
-    assert torch.equal(_owner_key_order(torch.zeros(3, dtype=torch.long), odd), torch.tensor([1, 2, 0]))
-    assert _owner_key_order(torch.zeros(0, dtype=torch.long), torch.zeros(0)).numel() == 0
-
-
 @pytest.mark.parametrize("algorithm,model,options", [
     ("graphsage", "sage", {"fanouts": [5, 3]}),
     ("central", "1gnn", {}),

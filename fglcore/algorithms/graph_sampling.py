@@ -101,7 +101,8 @@ def sample_neighbours(ptr: Tensor, neighbours: Tensor, seeds: Tensor, fanouts: S
         owner = torch.repeat_interleave(torch.arange(frontier.numel()), degree)
         if fanout >= 0 and edges.numel():
             keys = torch.rand(edges.numel(), generator=generator)
-            order = _owner_key_order(owner, keys)  # grouped by owner, random within
+            order = torch.argsort(keys)
+            order = order[torch.argsort(owner[order], stable=True)]  # grouped by owner, random within
             starts = torch.cumsum(degree, 0) - degree
             rank = torch.arange(edges.numel()) - torch.repeat_interleave(starts, degree)
             keep = order[rank < fanout]
@@ -117,28 +118,6 @@ def sample_neighbours(ptr: Tensor, neighbours: Tensor, seeds: Tensor, fanouts: S
         frontier = new
     edge_index = torch.stack([torch.cat(rows), torch.cat(cols)]) if rows else torch.empty(2, 0, dtype=torch.long)
     return NeighbourSample(torch.cat(n_id), edge_index, int(seeds.numel()), per_hop)
-
-
-def _owner_key_order(owner: Tensor, keys: Tensor) -> Tensor:
-    """Edge positions grouped by ``owner`` (ascending), by ``keys`` (ascending) within an owner: what
-    ``order = argsort(keys); order[argsort(owner[order], stable=True)]`` gives, in one sort.
-
-    ``keys`` are ``torch.rand`` floats, multiples of :math:`2^{-24}` in :math:`[0, 1)`, so
-    ``owner * 2^24 + keys * 2^24`` is an exact int64 key of the pair (one radix-friendly sort instead of two).
-    Two edges of one owner with the same key are ordered by the unstable float sort in the two-sort form; when
-    that happens (equal adjacent composite keys, rare) the two-sort form runs, so the order is the same always.
-    """
-    scaled = keys.double() * (1 << 24)
-    integral = scaled.long()
-    if integral.numel() and not torch.equal(integral.double(), scaled):  # not torch.rand's float32: two sorts
-        order = torch.argsort(keys)
-        return order[torch.argsort(owner[order], stable=True)]
-    composite = owner * (1 << 24) + integral
-    values, order = torch.sort(composite, stable=True)
-    if values.numel() > 1 and bool((values[1:] == values[:-1]).any()):  # a same-owner tie: the two-sort order
-        order = torch.argsort(keys)
-        return order[torch.argsort(owner[order], stable=True)]
-    return order
 
 
 @dataclass
