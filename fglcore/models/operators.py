@@ -301,3 +301,46 @@ def kinds_needed(models: Iterable[nn.Module]) -> frozenset[str]:
     for model in models:
         kinds |= required_operators(model)
     return frozenset(kinds)
+
+
+class _CachedProduct(torch.autograd.Function):
+    """``matrix @ x`` by :func:`spmm`, gradient ``transpose @ grad`` by :func:`spmm` (no gradient for the matrix)."""
+
+    @staticmethod
+    def forward(ctx, matrix: Tensor, transpose: Tensor, x: Tensor) -> Tensor:
+        ctx.transpose = transpose
+        return spmm(matrix, x.contiguous())
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        return None, None, spmm(ctx.transpose, grad.contiguous()) if ctx.needs_input_grad[2] else None
+
+
+_CSR_OF_COO: "torch.utils.weak.WeakIdKeyDictionary | None" = None
+
+
+def coo_product(matrix: Tensor, x: Tensor) -> Tensor:
+    """``torch.sparse.mm(matrix, x)`` for a coalesced sparse COO ``matrix`` (a constant) and a dense ``x``, forward
+    and backward, as CSR products (:func:`spmm`) with the CSR matrix and its transpose built once per ``matrix``.
+
+    PyTorch's COO product adds ``value * x[col]`` over a row's entries in their (row-major) order, as its CSR
+    product does, and its gradient is the product with the transposed entries (original rows ascending), as
+    :func:`csr_transpose` lists them: the same sums, bit for bit (``tests/test_fast_graph.py`` compares values
+    and gradients), without PyTorch's coalescing of the transpose in every backward pass. Off the CPU, or for
+    a matrix that is not coalesced, it is ``torch.sparse.mm`` itself.
+    """
+    global _CSR_OF_COO
+    if matrix.device.type != "cpu" or not matrix.is_sparse or not matrix.is_coalesced() or x.is_sparse:
+        return torch.sparse.mm(matrix, x)
+    if _CSR_OF_COO is None:
+        from torch.utils.weak import WeakIdKeyDictionary
+
+        _CSR_OF_COO = WeakIdKeyDictionary()
+    pair = _CSR_OF_COO.get(matrix)
+    if pair is None:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
+            csr = matrix.to_sparse_csr()
+            pair = (csr, csr_transpose(csr))
+        _CSR_OF_COO[matrix] = pair
+    return _CachedProduct.apply(pair[0], pair[1], x)
