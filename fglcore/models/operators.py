@@ -304,24 +304,34 @@ def kinds_needed(models: Iterable[nn.Module]) -> frozenset[str]:
 
 
 class _CachedProduct(torch.autograd.Function):
-    """``matrix @ x`` by :func:`spmm`, gradient ``transpose @ grad`` by :func:`spmm` (no gradient for the matrix)."""
+    """``matrix @ x`` by :func:`spmm`, gradient ``transpose @ grad`` by :func:`spmm` (no gradient for the matrix);
+    ``pair`` = ``[matrix, transpose or None]``, the transpose built at the first backward pass and kept."""
 
     @staticmethod
-    def forward(ctx, matrix: Tensor, transpose: Tensor, x: Tensor) -> Tensor:
-        ctx.transpose = transpose
-        return spmm(matrix, x.contiguous())
+    def forward(ctx, x: Tensor, pair: list) -> Tensor:
+        ctx.pair = pair
+        return spmm(pair[0], x.contiguous())
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        return None, None, spmm(ctx.transpose, grad.contiguous()) if ctx.needs_input_grad[2] else None
+        if not ctx.needs_input_grad[0]:
+            return None, None
+        pair = ctx.pair
+        if pair[1] is None:
+            pair[1] = csr_transpose(pair[0])
+        return spmm(pair[1], grad.contiguous()), None
 
 
 _CSR_OF_COO: "torch.utils.weak.WeakIdKeyDictionary | None" = None
+COO_PRODUCT_MIN_NNZ = 10_000
+"""Below this many entries :func:`coo_product` is ``torch.sparse.mm`` itself (the same numbers): building the CSR
+pair costs more than it saves on a small matrix used for one epoch (Cora's sampled local-bias plans)."""
 
 
 def coo_product(matrix: Tensor, x: Tensor) -> Tensor:
     """``torch.sparse.mm(matrix, x)`` for a coalesced sparse COO ``matrix`` (a constant) and a dense ``x``, forward
-    and backward, as CSR products (:func:`spmm`) with the CSR matrix and its transpose built once per ``matrix``.
+    and backward, as CSR products (:func:`spmm`) with the CSR matrix (and, once a gradient needs it, its
+    transpose) built once per ``matrix``.
 
     PyTorch's COO product adds ``value * x[col]`` over a row's entries in their (row-major) order, as its CSR
     product does, and its gradient is the product with the transposed entries (original rows ascending), as
@@ -330,7 +340,8 @@ def coo_product(matrix: Tensor, x: Tensor) -> Tensor:
     a matrix that is not coalesced, it is ``torch.sparse.mm`` itself.
     """
     global _CSR_OF_COO
-    if matrix.device.type != "cpu" or not matrix.is_sparse or not matrix.is_coalesced() or x.is_sparse:
+    if (matrix.device.type != "cpu" or not matrix.is_sparse or not matrix.is_coalesced() or x.is_sparse
+            or matrix._nnz() < COO_PRODUCT_MIN_NNZ):
         return torch.sparse.mm(matrix, x)
     if _CSR_OF_COO is None:
         from torch.utils.weak import WeakIdKeyDictionary
@@ -340,7 +351,6 @@ def coo_product(matrix: Tensor, x: Tensor) -> Tensor:
     if pair is None:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
-            csr = matrix.to_sparse_csr()
-            pair = (csr, csr_transpose(csr))
+            pair = [matrix.to_sparse_csr(), None]
         _CSR_OF_COO[matrix] = pair
-    return _CachedProduct.apply(pair[0], pair[1], x)
+    return _CachedProduct.apply(x, pair)
