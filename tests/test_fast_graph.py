@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 from torch_geometric.data import Batch, Data
-from torch_geometric.nn import GATConv, GCNConv, GINConv, SAGEConv
+from torch_geometric.nn import GATConv, GCNConv, GINConv, GraphConv, SAGEConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import to_dense_adj, to_undirected
 
@@ -111,7 +111,8 @@ def test_apply_conv_equals_the_layer_forward_and_backward(directed):
     graphs = random_graphs(6, directed=directed, seed=3)
     batch = GraphBatcher(graphs, CPU, {SUM, GCN}).select(torch.arange(6))
     x = torch.randn(batch.num_nodes, 5, requires_grad=True)
-    convs = [GINConv(gin_mlp(5, 8, 8)), GCNConv(5, 8), SAGEConv(5, 8, aggr="mean"), GATConv(5, 4, heads=2)]
+    convs = [GINConv(gin_mlp(5, 8, 8)), GCNConv(5, 8), SAGEConv(5, 8, aggr="mean"), GATConv(5, 4, heads=2),
+             GraphConv(5, 8, aggr="add")]
     for conv in convs:
         expected = conv(x, batch.edge_index)
         (grad_expected,) = torch.autograd.grad(expected.square().sum(), x)
@@ -126,6 +127,8 @@ def test_required_operators_and_switch(monkeypatch):
     assert required_operators(GCNConv(4, 4)) == {GCN}
     assert required_operators(GCNConv(4, 4, normalize=False)) == frozenset()
     assert required_operators(GATConv(4, 4)) == frozenset()
+    assert required_operators(GraphConv(4, 4, aggr="add")) == {SUM}
+    assert required_operators(GraphConv(4, 4, aggr="mean")) == frozenset()
     monkeypatch.delenv("FGL_GRAPH_FAST", raising=False)
     assert fast_graph_default() is True
     monkeypatch.setenv("FGL_GRAPH_FAST", "0")
@@ -141,11 +144,12 @@ def test_operators_without_the_layers_matrix_fall_back_to_the_edge_index():
     edge_index = torch.tensor([[0, 1, 1, 2, 3], [1, 0, 2, 1, 2]])
     bare = GraphOperators(edge_index, 4)  # no adjacency, no gcn matrix
     x = torch.randn(4, 3)
-    for conv in (GINConv(gin_mlp(3, 5, 5)), GCNConv(3, 5), SAGEConv(3, 5, aggr="mean"), GATConv(3, 5)):
+    for conv in (GINConv(gin_mlp(3, 5, 5)), GCNConv(3, 5), SAGEConv(3, 5, aggr="mean"), GATConv(3, 5),
+                 GraphConv(3, 5, aggr="add")):
         assert torch.equal(apply_conv(conv, x, bare), conv(x, edge_index)), type(conv).__name__
 
 
-@pytest.mark.parametrize("model", ["sage", "gin", "gcn", "gat"])
+@pytest.mark.parametrize("model", ["sage", "gin", "gcn", "gat", "1gnn"])
 def test_node_trainer_fast_path_equals_plain_path(model):
     """A node client trained on its sparse operators ends where PyG's edge_index path ends, bit for bit."""
     from fglcore.algorithms.training import NodeTrainer
@@ -170,3 +174,28 @@ def test_node_trainer_fast_path_equals_plain_path(model):
         states[fast] = trainer.model.state_dict()
     for name, value in states[True].items():
         assert torch.equal(value, states[False][name]), name
+
+
+@pytest.mark.parametrize("shape,width,density", [((500, 700), 16, 0.01), ((300, 300), 1, 0.05), ((40, 30), 7, 0.0)])
+def test_coo_product_is_torch_sparse_mm_forward_and_backward(shape, width, density, monkeypatch):
+    """The distributed engine's products (coo_product): torch.sparse.mm's values and gradients, bit for bit."""
+    from fglcore.models import operators
+    from fglcore.models.operators import coo_product
+
+    monkeypatch.setattr(operators, "COO_PRODUCT_MIN_NNZ", 0)  # the CSR path for every size
+
+    generator = torch.Generator().manual_seed(0)
+    nnz = int(shape[0] * shape[1] * density)
+    index = torch.stack([torch.randint(0, shape[0], (nnz,), generator=generator),
+                         torch.randint(0, shape[1], (nnz,), generator=generator)])
+    matrix = torch.sparse_coo_tensor(index, torch.randn(nnz, generator=generator), shape).coalesce()
+    x = torch.randn(shape[1], width, generator=generator, requires_grad=True)
+    upstream = torch.randn(shape[0], width, generator=generator)
+    for _ in range(2):  # the second call reuses the cached CSR pair
+        expected = torch.sparse.mm(matrix, x)
+        (grad_expected,) = torch.autograd.grad((expected * upstream).sum(), x)
+        got = coo_product(matrix, x)
+        (grad_got,) = torch.autograd.grad((got * upstream).sum(), x)
+        assert torch.equal(got, expected) and torch.equal(grad_got, grad_expected)
+    uncoalesced = torch.sparse_coo_tensor(index, torch.ones(nnz), shape)
+    assert torch.equal(coo_product(uncoalesced, x.detach()), torch.sparse.mm(uncoalesced, x.detach()))

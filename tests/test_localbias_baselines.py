@@ -369,3 +369,22 @@ def test_one_gnn_model_is_the_local_bias_backbone():
     b = DistributedGNN("1gnn", 6, 8, 3, 2, 0.0)
     data = small_graph(features=6)
     assert torch.equal(a(data.x, data.edge_index), b(data.x, data.edge_index))
+
+
+@pytest.mark.parametrize("algorithm,model,options", [
+    ("graphsage", "sage", {"fanouts": [5, 3]}),
+    ("central", "1gnn", {}),
+    ("graphsaint", "1gnn", {"sample_coverage": 5.0}),
+])
+def test_centralised_baselines_on_sparse_operators_equal_the_edge_index_path(algorithm, model, options, monkeypatch):
+    """Sparse operators (FGL_GRAPH_FAST, the default) change no number: per-round history and final weights."""
+    results = {}
+    for fast in ("1", "0"):
+        monkeypatch.setenv("FGL_GRAPH_FAST", fast)
+        algo, result = run(algorithm, model=model, algorithm_options=options, batch_size=16, rounds=4)
+        trainer = algo.clients[0].learner.trainer
+        assert (fast == "1") == (not isinstance(trainer.graph, torch.Tensor))
+        results[fast] = result.history, trainer.model.state_dict()
+    assert results["1"][0] == results["0"][0]
+    for name, value in results["1"][1].items():
+        assert torch.equal(value, results["0"][1][name]), name

@@ -41,9 +41,10 @@ from torch_geometric.data import Data
 from fglcore.algorithms.base import register_algorithm
 from fglcore.algorithms.central import Central
 from fglcore.algorithms.graph_sampling import csr, pyg_sampling_available, sample_neighbours
-from fglcore.algorithms.training import MiniBatchNodeTrainer, NodeTrainer, client_seed
+from fglcore.algorithms.training import MiniBatchNodeTrainer, NodeTrainer, client_seed, whole_graph_operators
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.models import build_model
+from fglcore.models.operators import GraphOperators, required_operators
 from fglcore.runtime import set_seed
 
 SAMPLERS = ("auto", "fglcore", "pyg")
@@ -71,6 +72,9 @@ class NeighbourSamplingTrainer(MiniBatchNodeTrainer):
         self.ptr, self.neighbours = csr(data.edge_index.cpu(), self.num_nodes, "target")
         self.use_pyg = sampler == "pyg" or (sampler == "auto" and pyg_sampling_available())
         self.data = data
+        # The full-batch trainer hands the model sparse operators (``fast``): each mini-batch gets its own, the
+        # same numbers as its edge_index (fglcore.models.operators.apply_conv).
+        self.operator_kinds = required_operators(self.model) if isinstance(self.graph, GraphOperators) else frozenset()
 
     def batches(self):
         """``(x, edge_index, seeds)`` of each mini-batch of one epoch (seeds: global ids, first rows of x)."""
@@ -86,7 +90,10 @@ class NeighbourSamplingTrainer(MiniBatchNodeTrainer):
         for seeds in order.split(self.batch_size):
             sample = sample_neighbours(self.ptr, self.neighbours, seeds, self.fanouts, self.generator)
             ids = sample.n_id.to(self.device)
-            yield self.x[ids], sample.edge_index.to(self.device), seeds
+            edge_index = sample.edge_index.to(self.device)
+            if self.operator_kinds:
+                edge_index = whole_graph_operators(edge_index, ids.numel(), self.operator_kinds, self.x.dtype)
+            yield self.x[ids], edge_index, seeds
 
     def batch_loss(self, batch: tuple[Tensor, Tensor, Tensor]) -> Tensor:
         """Cross-entropy on the batch's seed nodes (the first rows of its output)."""

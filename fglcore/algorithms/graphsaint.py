@@ -60,6 +60,7 @@ from fglcore.algorithms.training import MiniBatchNodeTrainer, NodeTrainer, clien
 from fglcore.checks import Bounds
 from fglcore.config import ExperimentConfig
 from fglcore.models.distributed_gnn import BACKBONES, DistributedGNN
+from fglcore.models.operators import coo_product
 from fglcore.runtime import set_seed
 
 
@@ -81,7 +82,7 @@ def block_forward(model: DistributedGNN, x: Tensor, operator: Tensor, train: boo
     for layer in range(model.num_layers):
         if train and model.drops(layer):
             h = F.dropout(h, model.dropout, True)
-        z = torch.sparse.mm(operator, model.neighbour_input(layer, h))
+        z = coo_product(operator, model.neighbour_input(layer, h))  # torch.sparse.mm's sums, as CSR products
         root = model.root_term(layer, h)
         if root is not None:
             z = z + root

@@ -50,6 +50,7 @@ from fglcore.distributed.exchange import Exchange, exchange_messages
 from fglcore.distributed.sampling import budget, draw_distribution, sample_nodes
 from fglcore.distributed.shard import EpochPlan, Shard
 from fglcore.models.distributed_gnn import DistributedGNN
+from fglcore.models.operators import coo_product
 
 VARIANTS = ("ours", "ours*", "ours-full")
 BNS = "bns"  # BNS-GCN's boundary-node sampling (algorithm bns_gcn), not a variant of the local-bias method
@@ -164,10 +165,10 @@ class DistributedTrainer:
                 raw = _rows_times(x, plan.root_scale) if model.backbone == "1gnn" else None
                 hw = model.neighbour_input(layer, scaled)
                 anchors.append(hw)
-                own = torch.sparse.mm(plan.self_op, hw)
+                own = coo_product(plan.self_op, hw)  # torch.sparse.mm's sums, as cached CSR products
                 selves[s.cid] = own if raw is None else own + model.root_term(layer, raw)
                 for j, op in plan.send_ops.items():
-                    sends[(s.cid, j)] = torch.sparse.mm(op, hw)
+                    sends[(s.cid, j)] = coo_product(op, hw)
                 for j, index in plan.recv_index.items():
                     rows[(j, s.cid)] = int(index.numel())
             name = f"local_term_{layer + 1}" + ("" if train else "_eval")

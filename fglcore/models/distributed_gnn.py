@@ -25,6 +25,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GCNConv, GraphConv
 
+from fglcore.models.operators import GraphOperators, apply_conv
+
 BACKBONES = ("gcn", "1gnn")
 
 
@@ -73,13 +75,18 @@ class DistributedGNN(nn.Module):
         """Whether dropout acts on the input of ``layer``."""
         return self.dropout > 0 and (layer > 0 or self.input_dropout)
 
-    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
-        """The centralised model on one graph (PyG's layers)."""
+    accepts_graph_operators = True
+    """A full-batch trainer may pass the graph's sparse operators for ``edge_index``
+    (:func:`~fglcore.models.operators.apply_conv`: PyG's numbers bit for bit, GCN and 1-GNN as CSR products)."""
+
+    def forward(self, x: Tensor, edge_index: Tensor | GraphOperators) -> Tensor:
+        """The centralised model on one graph (PyG's layers; on :class:`GraphOperators`, the same layers as sparse
+        products)."""
         h = x
         for layer, conv in enumerate(self.convs):
             if self.drops(layer):
                 h = F.dropout(h, self.dropout, self.training)
-            h = conv(h, edge_index)
+            h = apply_conv(conv, h, edge_index)
             if layer < self.num_layers - 1:
                 h = h.relu()
         return h

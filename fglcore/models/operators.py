@@ -20,7 +20,9 @@ mini-batch (built by :class:`fglcore.algorithms.training.GraphBatcher`);
   ``gcn_norm`` (the normalisation is per graph, so a batch's ``Â`` is the
   block diagonal of its graphs' blocks);
 * ``SAGEConv`` with mean aggregation (Hamilton et al., NeurIPS 2017):
-  ``lin_l(A x / deg) + lin_r(x)``.
+  ``lin_l(A x / deg) + lin_r(x)``;
+* ``GraphConv`` with sum aggregation (Morris et al., AAAI 2019, Eq. 5, the
+  1-GNN): ``lin_rel(A x) + lin_root(x)``.
 
 A row's entries keep the order of PyG's edge list (GCN's self-loops last,
 where ``gcn_norm`` appends them), and :func:`propagate` rounds each message
@@ -41,7 +43,7 @@ from typing import Iterable
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.nn import GCNConv, GINConv, SAGEConv
+from torch_geometric.nn import GCNConv, GINConv, GraphConv, SAGEConv
 
 from fglcore import native
 
@@ -255,7 +257,8 @@ def required_operators(model: nn.Module) -> frozenset[str]:
     for module in model.modules():
         if isinstance(module, GCNConv) and is_plain_gcn(module):
             kinds.add(GCN)
-        elif isinstance(module, GINConv) or (isinstance(module, SAGEConv) and is_plain_sage(module)):
+        elif isinstance(module, GINConv) or (isinstance(module, SAGEConv) and is_plain_sage(module)) or (
+                isinstance(module, GraphConv) and is_plain_graph_conv(module)):
             kinds.add(SUM)
     return frozenset(kinds)
 
@@ -267,6 +270,10 @@ def is_plain_gcn(conv: GCNConv) -> bool:
 
 def is_plain_sage(conv: SAGEConv) -> bool:
     return conv.aggr == "mean" and not conv.project and not conv.normalize and not isinstance(conv.lin_l, nn.ModuleList)
+
+
+def is_plain_graph_conv(conv: GraphConv) -> bool:
+    return conv.aggr == "add" and not isinstance(conv.lin_rel, nn.ModuleList)
 
 
 def apply_conv(conv: nn.Module, x: Tensor, graph: Tensor | GraphOperators) -> Tensor:
@@ -283,6 +290,8 @@ def apply_conv(conv: nn.Module, x: Tensor, graph: Tensor | GraphOperators) -> Te
         mean = (graph.adjacency @ x) / graph.in_degree.clamp(min=1).to(x.dtype).view(-1, 1)
         out = conv.lin_l(mean)
         return out + conv.lin_r(x) if conv.root_weight else out
+    if isinstance(conv, GraphConv) and graph.adjacency is not None and is_plain_graph_conv(conv):
+        return conv.lin_rel(graph.adjacency @ x) + conv.lin_root(x)  # PyG's GraphConv.forward, same order
     return conv(x, graph.edge_index)
 
 
@@ -292,3 +301,56 @@ def kinds_needed(models: Iterable[nn.Module]) -> frozenset[str]:
     for model in models:
         kinds |= required_operators(model)
     return frozenset(kinds)
+
+
+class _CachedProduct(torch.autograd.Function):
+    """``matrix @ x`` by :func:`spmm`, gradient ``transpose @ grad`` by :func:`spmm` (no gradient for the matrix);
+    ``pair`` = ``[matrix, transpose or None]``, the transpose built at the first backward pass and kept."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, pair: list) -> Tensor:
+        ctx.pair = pair
+        return spmm(pair[0], x.contiguous())
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        if not ctx.needs_input_grad[0]:
+            return None, None
+        pair = ctx.pair
+        if pair[1] is None:
+            pair[1] = csr_transpose(pair[0])
+        return spmm(pair[1], grad.contiguous()), None
+
+
+_CSR_OF_COO: "torch.utils.weak.WeakIdKeyDictionary | None" = None
+COO_PRODUCT_MIN_NNZ = 10_000
+"""Below this many entries :func:`coo_product` is ``torch.sparse.mm`` itself (the same numbers): building the CSR
+pair costs more than it saves on a small matrix used for one epoch (Cora's sampled local-bias plans)."""
+
+
+def coo_product(matrix: Tensor, x: Tensor) -> Tensor:
+    """``torch.sparse.mm(matrix, x)`` for a coalesced sparse COO ``matrix`` (a constant) and a dense ``x``, forward
+    and backward, as CSR products (:func:`spmm`) with the CSR matrix (and, once a gradient needs it, its
+    transpose) built once per ``matrix``.
+
+    PyTorch's COO product adds ``value * x[col]`` over a row's entries in their (row-major) order, as its CSR
+    product does, and its gradient is the product with the transposed entries (original rows ascending), as
+    :func:`csr_transpose` lists them: the same sums, bit for bit (``tests/test_fast_graph.py`` compares values
+    and gradients), without PyTorch's coalescing of the transpose in every backward pass. Off the CPU, or for
+    a matrix that is not coalesced, it is ``torch.sparse.mm`` itself.
+    """
+    global _CSR_OF_COO
+    if (matrix.device.type != "cpu" or not matrix.is_sparse or not matrix.is_coalesced() or x.is_sparse
+            or matrix._nnz() < COO_PRODUCT_MIN_NNZ):
+        return torch.sparse.mm(matrix, x)
+    if _CSR_OF_COO is None:
+        from torch.utils.weak import WeakIdKeyDictionary
+
+        _CSR_OF_COO = WeakIdKeyDictionary()
+    pair = _CSR_OF_COO.get(matrix)
+    if pair is None:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
+            pair = [matrix.to_sparse_csr(), None]
+        _CSR_OF_COO[matrix] = pair
+    return _CachedProduct.apply(x, pair)
