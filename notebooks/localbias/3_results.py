@@ -104,47 +104,47 @@ print(status.pivot_table(index=["table", "row"], columns="paper column", values=
 # * `scaled`: the same group timed at other epochs;
 # * `modelled`: dataset size x method cost, fitted on the measured groups (`fglcore.runlog.expected_seconds`).
 #
-# `python benchmarks/full_projection.py localbias project` prints every group. **The whole paper** (four notebooks), with the learning rate searched on seed 0 (`search_seeds: [0]`, below): 551 runs, 79.1 CPU hours (one thread), 39.6 h on 2 workers at best. Searching on all three seeds, as this notebook did before, was 791 runs and 139.3 CPU h.
+# `python benchmarks/full_projection.py localbias project` prints every group. **The whole paper** (four notebooks), with the learning rate searched on seed 0 (`search_seeds: [0]`, below): 551 runs, 51.9 CPU hours (one thread), 26.0 h on 2 workers at best. Searching on all three seeds, as this notebook did before, was 791 runs and 139.3 CPU h; before the speed-ups below the 551 runs were 79.1 CPU h.
 #
 #
-# **3_results**: 312 runs, 75.1 CPU h, 37.6 h on 2 workers at best
+# **3_results**: 312 runs, 47.9 CPU h, 24.0 h on 2 workers at best
 #
 # | method | runs | CPU h | of which measured groups |
 # |---|---:|---:|---:|
-# | graphsage | 25 | 28.24 | 27.85 |
-# | central | 50 | 17.11 | 16.81 |
-# | graphsaint | 25 | 7.08 | 6.69 |
-# | localbias:ours-full/gcn | 29 | 5.68 | 5.63 |
-# | bns_gcn | 25 | 4.52 | 4.13 |
-# | localbias:ours/1gnn | 25 | 2.93 | 2.54 |
-# | localbias:ours/gcn | 29 | 2.84 | 2.84 |
-# | localbias:ours*/gcn | 25 | 2.65 | 2.26 |
+# | graphsage | 25 | 26.89 | 26.50 |
+# | central | 50 | 4.05 | 3.75 |
+# | localbias:ours-full/gcn | 29 | 3.23 | 3.18 |
+# | graphsaint | 25 | 2.77 | 2.38 |
+# | bns_gcn | 25 | 2.53 | 2.14 |
 # | llcg | 25 | 1.80 | 1.41 |
+# | localbias:ours/1gnn | 25 | 1.48 | 1.09 |
+# | localbias:ours*/gcn | 25 | 1.46 | 1.07 |
+# | localbias:ours/gcn | 29 | 1.43 | 1.43 |
 # | fedsage_plus | 25 | 1.33 | 0.94 |
 # | fedavg | 29 | 0.94 | 0.92 |
 #
 # | biggest groups (dataset, method, model, rounds) | runs | CPU s/run | CPU h | priced |
 # |---|---:|---:|---:|---|
-# | Products-like, graphsage, sage, 1000 | 5 | 20050 | 27.85 | measured |
-# | Products-like, central, 1gnn, 1000 | 5 | 10525 | 14.62 | measured |
-# | Products-like, graphsaint, gcn, 1000 | 5 | 4818 | 6.69 | measured |
-# | Products-like, localbias:ours-full/gcn, gcn, 1000 | 5 | 3426 | 4.76 | measured |
-# | Products-like, bns_gcn, gcn, 1000 | 5 | 2972 | 4.13 | measured |
-# | Products-like, localbias:ours/1gnn, gcn, 1000 | 5 | 1827 | 2.54 | measured |
-# | Products-like, localbias:ours/gcn, gcn, 1000 | 5 | 1817 | 2.52 | measured |
-# | Products-like, localbias:ours*/gcn, gcn, 1000 | 5 | 1626 | 2.26 | measured |
+# | Products-like, graphsage, sage, 1000 | 5 | 19076 | 26.50 | measured |
+# | Products-like, graphsaint, gcn, 1000 | 5 | 1716 | 2.38 | measured |
+# | Products-like, localbias:ours-full/gcn, gcn, 1000 | 5 | 1663 | 2.31 | measured |
+# | Products-like, bns_gcn, gcn, 1000 | 5 | 1538 | 2.14 | measured |
+# | Products-like, central, 1gnn, 1000 | 5 | 1282 | 1.78 | measured |
+# | Products-like, central, gcn, 1000 | 5 | 1037 | 1.44 | measured |
+# | Products-like, llcg, gcn, 1000 | 5 | 1016 | 1.41 | measured |
+# | Products-like, localbias:ours/gcn, gcn, 1000 | 5 | 798 | 1.11 | measured |
 #
-# **Where the hours go.** Products-like makes up about 70 of the notebook's 75 CPU h: 60 runs of 1000 epochs (12 rows x (3 learning rates on seed 0 + seeds 1 and 2 at the chosen rate)). Per run:
+# **Where the hours go.** Products-like makes up about 43 of the notebook's 48 CPU h: 60 runs of 1000 epochs (12 rows x (3 learning rates on seed 0 + seeds 1 and 2 at the chosen rate)). Re-measured on 2026-11-26 (14:13-14:29 UTC) after the speed-ups that keep every number (the 1-GNN's `GraphConv(aggr="add")` and GraphSAGE's mini-batches on sparse operators, the distributed engine's and GraphSAINT's sparse products on CSR with their transposes kept; old code measured beside them, per run before -> after):
 #
-# * GraphSAGE: 20,050 s, i.e. 5.6 h. Neighbour sampling runs on fglcore's own sampler, since pyg-lib and torch-sparse do not install here. Evaluation is not what costs: 3 epochs took 61.1 s of CPU evaluating after each epoch and 60.4 s evaluating once, so evaluating less often (`evaluate_every`) would save about 1 %.
-# * Centralised 1-GNN: 10,525 s, i.e. 2.9 h. That is 8.8x the centralised GCN's 1,198 s: `GraphConv(aggr="add")` message passing against a cached sparse product.
-# * GraphSAINT: 4,818 s (a one-time normalisation of 22 s, then 4.8 s an epoch).
-# * ours-full / CAGNET: 3,426 s; BNS-GCN: 2,972 s; ours, ours*, Ours+1-GNN: about 1,630-1,830 s; LLCG: 1,016 s.
+# * GraphSAGE: 21,362 -> 19,076 s, i.e. 5.3 h. Neighbour sampling runs on fglcore's own sampler, since pyg-lib and torch-sparse do not install here; about 4 s an epoch of it is ordering each hop's edges, which a faster sort would change (the first argsort is not stable, and ties of one node's random keys occur in about a quarter of the hub batches), and 3.4 s is the inputs' dropout, whose random stream must not change. Evaluation is not what costs: 3 epochs took 61.1 s of CPU evaluating after each epoch and 60.4 s evaluating once.
+# * Centralised 1-GNN: 9,670 -> 1,282 s (it was `GraphConv` message passing against the GCN's cached sparse product; now both are sparse products).
+# * GraphSAINT: 5,577 -> 1,716 s (a one-time normalisation of about 20 s, then 1.7 s an epoch).
+# * ours-full / CAGNET: 2,523 -> 1,663 s; BNS-GCN: 1,848 -> 1,538 s; ours, ours*, Ours+1-GNN: about 980-1,100 -> 775-800 s; LLCG: 1,016 s (not re-measured).
 # * FedSAGE+: about 674 s. NeighGen takes about 124 s once; its epochs cost less than the noise between two runs, so they are priced as FedAvg's 0.55 s.
 #
-# **The learning-rate search runs on seed 0** (`search_seeds: [0]` in the `full` profile): the paper reports one number per cell and does not say how many runs its search used, so choosing the rate on one seed and then running seeds 1 and 2 at that rate keeps its protocol and cuts Products-like from 108 runs to 60. The rate is then chosen on one run's validation accuracy, not on the mean of three: a choice between two rates that validate within noise of each other can differ from the three-seed choice. `quick` and `smoke` search on every seed. GraphSAGE and the 1-GNN on Products-like are still 42 CPU h, for two rows of a synthetic substitute; the runs are plain sweeps, so a GPU machine, when one is lent, can take them (`results.runs.csv` records the device of every run).
+# **The learning-rate search runs on seed 0** (`search_seeds: [0]` in the `full` profile): the paper reports one number per cell and does not say how many runs its search used, so choosing the rate on one seed and then running seeds 1 and 2 at that rate keeps its protocol and cuts Products-like from 108 runs to 60. The rate is then chosen on one run's validation accuracy, not on the mean of three: a choice between two rates that validate within noise of each other can differ from the three-seed choice. `quick` and `smoke` search on every seed. GraphSAGE on Products-like is still 26.5 CPU h, for one row of a synthetic substitute; the runs are plain sweeps, so a GPU machine, when one is lent, can take them (`results.runs.csv` records the device of every run).
 #
-# The other four datasets (200 epochs) take about 9 CPU h. Reddit-like accounts for 6.8 of them, mostly ours-full at 538 s a run. The rows priced `as gcn` (centralised 1-GNN on Cora, CiteSeer and Reddit-like) are underestimated: the 1-GNN costs 5x the GCN on PubMed and 8.8x on Products-like. Table 3's timed runs (12 runs of 10 epochs, Gloo) are computed again at every execution, because they are not stored.
+# The other four datasets (200 epochs) take about 5 CPU h. Reddit-like accounts for 3.8 of them, mostly ours-full at 538 s a run (measured before the speed-ups). The rows priced `as gcn` (centralised 1-GNN on Cora, CiteSeer and Reddit-like) may be underestimated: the 1-GNN cost 5x the GCN on PubMed before the sparse-operator change (not re-measured) and costs 1.2x on Products-like after it. Table 3's timed runs (12 runs of 10 epochs, Gloo) are computed again at every execution, because they are not stored.
 #
 
 # %% [markdown]
