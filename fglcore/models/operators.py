@@ -353,4 +353,13 @@ def coo_product(matrix: Tensor, x: Tensor) -> Tensor:
             warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
             pair = [matrix.to_sparse_csr(), None]
         _CSR_OF_COO[matrix] = pair
+    return csr_product(pair, x)
+
+
+def csr_product(pair: list, x: Tensor) -> Tensor:
+    """``pair[0] @ x`` for a constant CSR matrix ``pair[0]`` by :func:`spmm`, with the gradient ``pair[1] @ grad``;
+    ``pair[1]``, the transpose (:func:`csr_transpose`), is built at the first backward pass and kept in ``pair``
+    for the next products with the same matrix. Values and gradients are ``torch.sparse.mm``'s bit for bit
+    (``tests/test_fast_graph.py``, ``tests/test_fedstar_node.py``), without PyTorch's rebuilding of the
+    transpose at every backward pass."""
     return _CachedProduct.apply(x, pair)

@@ -10,28 +10,7 @@ from torch_geometric.nn import SGConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import to_torch_csr_tensor
 
-from fglcore.models.operators import csr_transpose, spmm
-
-
-class _Propagate(torch.autograd.Function):
-    """``adjacency @ x`` by :func:`~fglcore.models.operators.spmm`, with the gradient ``adjacency^T @ grad`` from
-    the transpose kept with the adjacency.
-
-    ``torch.sparse.mm``'s own backward builds ``adjacency^T`` again at every
-    call (most of an SGC step of FedStar's node model on Coauthor Physics);
-    :func:`~fglcore.models.operators.spmm` is PyTorch's CSR product bit for
-    bit (probed at first use), so values and gradients are ``torch.sparse.mm``'s
-    (``tests/test_fedstar_node.py``).
-    """
-
-    @staticmethod
-    def forward(ctx, adjacency: Tensor, transpose: Tensor, x: Tensor) -> Tensor:
-        ctx.transpose = transpose
-        return spmm(adjacency, x.contiguous())
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        return None, None, spmm(ctx.transpose, grad.contiguous())
+from fglcore.models.operators import csr_product
 
 
 class PartlyCachedSGConv(SGConv):
@@ -65,25 +44,28 @@ class PartlyCachedSGConv(SGConv):
             raise ValueError(f"fixed_channels: must be in [1, {in_channels - 1}], got {fixed_channels}")
         self.fixed_channels = fixed_channels
         self._cached_adjacency: Tensor | None = None
-        self._cached_transpose: Tensor | None = None
+        self._cached_product: list | None = None  # [adjacency, its transpose once built]: operators.csr_product
         self._cached_fixed: Tensor | None = None
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
         self._cached_adjacency = None
-        self._cached_transpose = None
+        self._cached_product = None
         self._cached_fixed = None
 
     def _propagate_k(self, x: Tensor) -> Tensor:
+        """:math:`S^K x`: ``torch.sparse.mm`` for a constant ``x``; for a trained one
+        :func:`~fglcore.models.operators.csr_product`, the same values and gradients with :math:`S^\top` kept
+        instead of rebuilt at every backward pass (most of an SGC step of FedStar's node model on Physics)."""
         if not x.requires_grad:
             for _ in range(self.K):
                 x = torch.sparse.mm(self._cached_adjacency, x)
             return x
-        # __dict__.get: a layer pickled before the transpose was kept has no such attribute
-        if self.__dict__.get("_cached_transpose") is None:
-            self._cached_transpose = csr_transpose(self._cached_adjacency)
+        # __dict__.get: a layer pickled before the product was kept has no such attribute
+        if self.__dict__.get("_cached_product") is None:
+            self._cached_product = [self._cached_adjacency, None]
         for _ in range(self.K):
-            x = _Propagate.apply(self._cached_adjacency, self._cached_transpose, x)
+            x = csr_product(self._cached_product, x)
         return x
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
