@@ -79,6 +79,25 @@ def planned(paper: str, profile: str = "full"):
     return {nb: plan_configs(ROOT / "notebooks" / paper / f"{nb}.ipynb", profile) for nb in NOTEBOOKS[paper]}
 
 
+def left_out(paper: str, profile: str = "full") -> dict[str, list[str]]:
+    """``{dataset: [notebooks]}``: the datasets the notebooks' ``datasets`` parameter names under ``profile`` that
+    are not available here (:func:`fglcore.data.datasets.availability`: not registered, or registered but in
+    neither the data folder nor ``FGL_DATA_MIRROR``): their plans skip them, so a projection made here leaves
+    their runs out."""
+    from fglcore import notebooks
+    from fglcore.data.datasets import availability
+
+    missing: dict[str, list[str]] = {}
+    for nb in NOTEBOOKS[paper]:
+        path = ROOT / "notebooks" / paper / f"{nb}.ipynb"
+        params = {**{k: v.default for k, v in notebooks.read_parameters(path).items()},
+                  **notebooks.load_profile(path, profile)}
+        for name in params.get("datasets") or []:
+            if availability(name) != "available":
+                missing.setdefault(name, []).append(nb)
+    return missing
+
+
 def _cpu_children() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -230,6 +249,9 @@ def main() -> None:
     pd.set_option("display.width", 250)
     pd.set_option("display.max_rows", 500)
     plans = planned(args.paper)
+    for name, notebooks_ in left_out(args.paper).items():
+        print(f"note: {name} is not available here; {', '.join(notebooks_)} plan no runs on it and this projection "
+              f"leaves them out")
     if args.action == "count":
         table = projection(plans, {}, workers=args.workers)
         print(table[["notebook", "group", "runs"]].to_string(index=False))
