@@ -67,18 +67,15 @@ def sparse_features_enabled() -> bool:
     return setting("sparse_features")
 
 
-def _csr_from_entries(rows: Tensor, cols: Tensor, values: Tensor, size: tuple[int, int]) -> Tensor:
-    """The CSR matrix of the entries ``(rows, cols, values)``, listed in row-major order."""
-    counts = torch.bincount(rows, minlength=size[0])
+def _csr(matrix: Tensor) -> Tensor:
+    rows, cols = matrix.nonzero(as_tuple=True)
+    counts = torch.bincount(rows, minlength=matrix.size(0))
     crow = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
-        return torch.sparse_csr_tensor(crow, cols, values, size=size, check_invariants=False)
-
-
-def _csr(matrix: Tensor) -> Tensor:
-    rows, cols = matrix.nonzero(as_tuple=True)
-    return _csr_from_entries(rows, cols, matrix[rows, cols], tuple(matrix.shape))
+        return torch.sparse_csr_tensor(
+            crow, cols, matrix[rows, cols], size=tuple(matrix.shape), check_invariants=False
+        )
 
 
 class _Registered:
