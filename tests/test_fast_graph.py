@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 from torch_geometric.data import Batch, Data
-from torch_geometric.nn import GATConv, GCNConv, GINConv, GraphConv, SAGEConv
+from torch_geometric.nn import APPNP, GATConv, GCNConv, GINConv, GraphConv, SAGEConv, SGConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import to_dense_adj, to_undirected
 
@@ -112,7 +112,7 @@ def test_apply_conv_equals_the_layer_forward_and_backward(directed):
     batch = GraphBatcher(graphs, CPU, {SUM, GCN}).select(torch.arange(6))
     x = torch.randn(batch.num_nodes, 5, requires_grad=True)
     convs = [GINConv(gin_mlp(5, 8, 8)), GCNConv(5, 8), SAGEConv(5, 8, aggr="mean"), GATConv(5, 4, heads=2),
-             GraphConv(5, 8, aggr="add")]
+             GraphConv(5, 8, aggr="add"), SGConv(5, 8, K=3), APPNP(K=3, alpha=0.1)]
     for conv in convs:
         expected = conv(x, batch.edge_index)
         (grad_expected,) = torch.autograd.grad(expected.square().sum(), x)
@@ -129,6 +129,10 @@ def test_required_operators_and_switch(monkeypatch):
     assert required_operators(GATConv(4, 4)) == frozenset()
     assert required_operators(GraphConv(4, 4, aggr="add")) == {SUM}
     assert required_operators(GraphConv(4, 4, aggr="mean")) == frozenset()
+    assert required_operators(SGConv(4, 4, K=2)) == {GCN}
+    assert required_operators(SGConv(4, 4, K=2, add_self_loops=False)) == frozenset()
+    assert required_operators(APPNP(K=2, alpha=0.1)) == {GCN}
+    assert required_operators(APPNP(K=2, alpha=0.1, dropout=0.5)) == frozenset()  # edge dropout: PyG's layer
     monkeypatch.delenv("FGL_GRAPH_FAST", raising=False)
     assert fast_graph_default() is True
     monkeypatch.setenv("FGL_GRAPH_FAST", "0")
@@ -145,11 +149,11 @@ def test_operators_without_the_layers_matrix_fall_back_to_the_edge_index():
     bare = GraphOperators(edge_index, 4)  # no adjacency, no gcn matrix
     x = torch.randn(4, 3)
     for conv in (GINConv(gin_mlp(3, 5, 5)), GCNConv(3, 5), SAGEConv(3, 5, aggr="mean"), GATConv(3, 5),
-                 GraphConv(3, 5, aggr="add")):
+                 GraphConv(3, 5, aggr="add"), SGConv(3, 5, K=2), APPNP(K=2, alpha=0.1)):
         assert torch.equal(apply_conv(conv, x, bare), conv(x, edge_index)), type(conv).__name__
 
 
-@pytest.mark.parametrize("model", ["sage", "gin", "gcn", "gat", "1gnn"])
+@pytest.mark.parametrize("model", ["sage", "gin", "gcn", "gat", "1gnn", "sgc", "appnp_mlp"])
 def test_node_trainer_fast_path_equals_plain_path(model):
     """A node client trained on its sparse operators ends where PyG's edge_index path ends, bit for bit."""
     from fglcore.algorithms.training import NodeTrainer
@@ -199,3 +203,17 @@ def test_coo_product_is_torch_sparse_mm_forward_and_backward(shape, width, densi
         assert torch.equal(got, expected) and torch.equal(grad_got, grad_expected)
     uncoalesced = torch.sparse_coo_tensor(index, torch.ones(nnz), shape)
     assert torch.equal(coo_product(uncoalesced, x.detach()), torch.sparse.mm(uncoalesced, x.detach()))
+
+
+def test_cached_sgconv_on_operators_fills_and_reads_pygs_cache():
+    """A cached SGConv propagates once on the operators, as on the edges, and then reads that cache."""
+    torch.manual_seed(0)
+    batch = GraphBatcher(random_graphs(5, seed=4), CPU, {GCN}).select(torch.arange(5))
+    x = torch.randn(batch.num_nodes, 5)
+    plain, fast = SGConv(5, 3, K=2, cached=True), SGConv(5, 3, K=2, cached=True)
+    fast.load_state_dict(plain.state_dict())
+    assert torch.equal(apply_conv(fast, x, batch.operators), plain(x, batch.edge_index))
+    assert torch.equal(fast._cached_x, plain._cached_x)
+    other = torch.randn_like(x)  # a cached layer ignores new features, on both paths
+    assert torch.equal(apply_conv(fast, other, batch.operators), plain(other, batch.edge_index))
+    assert torch.equal(apply_conv(fast, other, batch.operators), fast.lin(plain._cached_x))

@@ -215,7 +215,7 @@ def test_bad_settings_are_refused_with_the_accepted_values():
         config(dataset="MUTAG", partition="by_dataset", split="graph_stratified")
 
 
-@pytest.mark.parametrize("model", ["gcn", "sage"])
+@pytest.mark.parametrize("model", ["gcn", "sage", "sgc"])
 def test_fast_path_gives_the_plain_paths_numbers_bit_for_bit(cora3, monkeypatch, model):
     # Dense features: on registered sparse ones the fast path's first layer also skips the [x || g]
     # concatenation, the same sums in another order (tests/test_sparse_input.py checks it to 1e-5).

@@ -158,8 +158,8 @@ def test_same_seed_same_numbers_and_another_seed_other_numbers():
 
 @pytest.mark.parametrize("name", ["dense", "coboost"])
 def test_synthetic_graph_operators_give_the_edge_index_numbers_bit_for_bit(name, monkeypatch):
-    """The servers hand the synthetic graphs' sparse operators to the models that take them (the GCNs; APPNP
-    falls back to the edges): every student, fine-tuned model and metric equals the edge_index path's."""
+    """The servers hand the synthetic graphs' sparse operators to the models that take them (the GCNs and APPNP):
+    every student, fine-tuned model and metric equals the edge_index path's."""
     from fglcore.algorithms import ensemble_distillation
     from fglcore.models.operators import GraphOperators
 

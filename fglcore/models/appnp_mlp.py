@@ -6,6 +6,7 @@ from torch_geometric.nn import APPNP
 from torch_geometric.nn import MLP as PyGMLP
 
 from fglcore.models.cached_graph import CachedGraphGuard
+from fglcore.models.operators import GraphOperators, apply_conv
 
 
 class APPNPMLP(CachedGraphGuard, nn.Module):
@@ -38,9 +39,13 @@ class APPNPMLP(CachedGraphGuard, nn.Module):
 
     Shapes:
         - **input:** node features :math:`(|\mathcal{V}|, F)`, edge indices :math:`(2, |\mathcal{E}|)`
-          (or a sparse :math:`(|\mathcal{V}|, |\mathcal{V}|)` ``adj_t``)
+          (or a sparse :math:`(|\mathcal{V}|, |\mathcal{V}|)` ``adj_t``, or the graph's
+          :class:`~fglcore.models.operators.GraphOperators`: the same numbers as sparse products)
         - **output:** logits :math:`(|\mathcal{V}|, C)`
     """
+
+    #: ``forward`` takes a graph's sparse operators in place of its ``edge_index`` (:func:`~fglcore.models.operators.apply_conv`).
+    accepts_graph_operators = True
 
     def __init__(self, in_channels: int, hidden_channels: int, out_channels: int, num_layers: int = 2, K: int = 2,
                  alpha: float = 0.1, cached: bool = False):
@@ -55,6 +60,6 @@ class APPNPMLP(CachedGraphGuard, nn.Module):
         self.mlp.reset_parameters()
         self.forget_graph()
 
-    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+    def forward(self, x: Tensor, edge_index: Tensor | GraphOperators) -> Tensor:
         self.check_graph(x, edge_index)
-        return self.mlp(self.propagation(x, edge_index))
+        return self.mlp(apply_conv(self.propagation, x, edge_index))

@@ -22,7 +22,11 @@ mini-batch (built by :class:`fglcore.algorithms.training.GraphBatcher`);
 * ``SAGEConv`` with mean aggregation (Hamilton et al., NeurIPS 2017):
   ``lin_l(A x / deg) + lin_r(x)``;
 * ``GraphConv`` with sum aggregation (Morris et al., AAAI 2019, Eq. 5, the
-  1-GNN): ``lin_rel(A x) + lin_root(x)``.
+  1-GNN): ``lin_rel(A x) + lin_root(x)``;
+* ``SGConv`` (Wu et al., ICML 2019, Eq. 8): ``lin(Â^K x)``, with PyG's
+  cache of ``Â^K x`` when the layer is ``cached``;
+* ``APPNP`` without edge dropout (Klicpera et al., ICLR 2019, Eq. 8):
+  ``x_k = (1 - alpha) Â x_{k-1} + alpha x_0``, K times.
 
 A row's entries keep the order of PyG's edge list (GCN's self-loops last,
 where ``gcn_norm`` appends them), and :func:`propagate` rounds each message
@@ -38,12 +42,13 @@ from __future__ import annotations
 
 import functools
 import warnings
+import weakref
 from dataclasses import dataclass
 from typing import Iterable
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.nn import GCNConv, GINConv, GraphConv, SAGEConv
+from torch_geometric.nn import APPNP, GCNConv, GINConv, GraphConv, SAGEConv, SGConv
 
 from fglcore import native
 
@@ -251,11 +256,27 @@ class GraphOperators:
     in_degree: Tensor | None = None
 
 
+_KINDS_OF_MODEL: "weakref.WeakKeyDictionary[nn.Module, frozenset[str]]" = weakref.WeakKeyDictionary()
+
+
 def required_operators(model: nn.Module) -> frozenset[str]:
-    """The operators (:data:`SUM`, :data:`GCN`) the message-passing layers of ``model`` can use."""
+    """The operators (:data:`SUM`, :data:`GCN`) the message-passing layers of ``model`` can use.
+
+    Found once per model (its layers are fixed when it is built) and remembered while the model lives: the
+    distillation servers ask for every teacher at every generator step.
+    """
+    kinds = _KINDS_OF_MODEL.get(model)
+    if kinds is None:
+        kinds = _KINDS_OF_MODEL[model] = _layer_operators(model)
+    return kinds
+
+
+def _layer_operators(model: nn.Module) -> frozenset[str]:
     kinds = set()
     for module in model.modules():
-        if isinstance(module, GCNConv) and is_plain_gcn(module):
+        if (isinstance(module, GCNConv) and is_plain_gcn(module)) or (
+                type(module) is SGConv and module.add_self_loops) or (
+                type(module) is APPNP and is_plain_appnp(module)):
             kinds.add(GCN)
         elif isinstance(module, GINConv) or (isinstance(module, SAGEConv) and is_plain_sage(module)) or (
                 isinstance(module, GraphConv) and is_plain_graph_conv(module)):
@@ -266,6 +287,11 @@ def required_operators(model: nn.Module) -> frozenset[str]:
 def is_plain_gcn(conv: GCNConv) -> bool:
     # ``cached`` is irrelevant here: the operator passed in is the normalised adjacency of the graph at hand.
     return conv.normalize and conv.add_self_loops and not conv.improved
+
+
+def is_plain_appnp(conv: APPNP) -> bool:
+    # ``cached`` is irrelevant here too; edge dropout (``dropout > 0``) changes the weights at every call.
+    return conv.normalize and conv.add_self_loops and conv.dropout == 0
 
 
 def is_plain_sage(conv: SAGEConv) -> bool:
@@ -292,7 +318,28 @@ def apply_conv(conv: nn.Module, x: Tensor, graph: Tensor | GraphOperators) -> Te
         return out + conv.lin_r(x) if conv.root_weight else out
     if isinstance(conv, GraphConv) and graph.adjacency is not None and is_plain_graph_conv(conv):
         return conv.lin_rel(graph.adjacency @ x) + conv.lin_root(x)  # PyG's GraphConv.forward, same order
+    # PyG's own SGConv and APPNP only: a subclass (PartlyCachedSGConv) has its own forward.
+    if type(conv) is SGConv and graph.gcn is not None and conv.add_self_loops:
+        return conv.lin(_sgc_propagation(conv, x, graph.gcn))
+    if type(conv) is APPNP and graph.gcn is not None and is_plain_appnp(conv):
+        h = x
+        for _ in range(conv.K):  # PyG's APPNP.forward, same order
+            x = graph.gcn @ x
+            x = x * (1 - conv.alpha)
+            x = x + conv.alpha * h
+        return x
     return conv(x, graph.edge_index)
+
+
+def _sgc_propagation(conv: SGConv, x: Tensor, gcn: SparseOperator) -> Tensor:
+    """``Â^K x`` as ``SGConv.forward`` computes it, reading and filling the layer's own cache (``cached=True``)."""
+    if conv._cached_x is not None:
+        return conv._cached_x.detach()
+    for _ in range(conv.K):
+        x = gcn @ x
+        if conv.cached:
+            conv._cached_x = x
+    return x
 
 
 def kinds_needed(models: Iterable[nn.Module]) -> frozenset[str]:

@@ -5,6 +5,7 @@ from torch import Tensor, nn
 from torch_geometric.nn import SGConv
 
 from fglcore.models.cached_graph import CachedGraphGuard
+from fglcore.models.operators import GraphOperators, apply_conv
 
 
 class SGC(CachedGraphGuard, nn.Module):
@@ -28,8 +29,12 @@ class SGC(CachedGraphGuard, nn.Module):
 
     Shapes:
         - **input:** node features :math:`(|\mathcal{V}|, F)`, edge indices :math:`(2, |\mathcal{E}|)`
+          (or the graph's :class:`~fglcore.models.operators.GraphOperators`: the same numbers as sparse products)
         - **output:** logits :math:`(|\mathcal{V}|, C)`
     """
+
+    #: ``forward`` takes a graph's sparse operators in place of its ``edge_index`` (:func:`~fglcore.models.operators.apply_conv`).
+    accepts_graph_operators = True
 
     def __init__(self, in_channels: int, out_channels: int, K: int = 2, cached: bool = False):
         super().__init__()
@@ -40,6 +45,6 @@ class SGC(CachedGraphGuard, nn.Module):
         self.conv.reset_parameters()
         self.forget_graph()
 
-    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+    def forward(self, x: Tensor, edge_index: Tensor | GraphOperators) -> Tensor:
         self.check_graph(x, edge_index)
-        return self.conv(x, edge_index)
+        return apply_conv(self.conv, x, edge_index)
