@@ -86,18 +86,18 @@ print({table: len(configs) for table, configs in plan["configs"].items()})
 # * `scaled` or `as gcn`: the same method on the same data, timed at other rounds or with the GCN backbone.
 # * `modelled`: dataset size x method cost, fitted on the measured groups (`fglcore.runlog.expected_seconds`). `method not measured` means a mean cost stands in for the method, so treat that number as a rough guess.
 #
-# `python benchmarks/full_projection.py opfgl project` prints every group. **The whole paper** (four notebooks): 1330 runs, 20.2 CPU hours (one thread), 10.1 h on 2 workers at best; 40 % of the hours priced from measured groups.
+# `python benchmarks/full_projection.py opfgl project` prints every group. **The whole paper** (four notebooks): 1366 runs, 95.9 CPU hours (one thread), 48.0 h on 2 workers at best; 34 % of the hours priced from measured groups (`3_results` holds 91.0 of them, nearly all DENSE and Co-Boost with the heterogeneous model list: see its projection).
 #
 #
-# **4_ablations**: 270 runs, 4.4 CPU h, 2.2 h on 2 workers at best
+# **4_ablations**: 270 runs, 4.6 CPU h, 2.3 h on 2 workers at best
 #
 # | method | runs | CPU h | of which measured groups |
 # |---|---:|---:|---:|
 # | opfgl | 198 | 3.41 | 3.41 |
+# | renode | 18 | 0.64 | 0.00 |
 # | fedavg_ft | 18 | 0.44 | 0.36 |
-# | renode | 18 | 0.28 | 0.00 |
-# | fedspray | 18 | 0.19 | 0.02 |
-# | local | 18 | 0.05 | 0.01 |
+# | fedspray | 18 | 0.12 | 0.02 |
+# | local | 18 | 0.04 | 0.01 |
 #
 # | biggest groups (dataset, method, model, rounds) | runs | CPU s/run | CPU h | priced |
 # |---|---:|---:|---:|---|
@@ -105,12 +105,12 @@ print({table: len(configs) for table, configs in plan["configs"].items()})
 # | Cora, opfgl, gcn, 1 | 75 | 58 | 1.21 | measured |
 # | PubMed, opfgl, gcn, 1 | 48 | 67 | 0.89 | measured |
 # | PubMed, fedavg_ft, gcn, 1 | 6 | 205 | 0.34 | measured |
-# | PubMed, renode, gcn, 1 | 6 | 106 | 0.18 | modelled, method not measured |
-# | PubMed, fedspray, gcn, 1 | 6 | 74 | 0.12 | modelled |
+# | PubMed, renode, gcn, 1 | 6 | 190 | 0.32 | modelled, method not measured |
+# | CiteSeer, renode, gcn, 1 | 6 | 117 | 0.20 | modelled, method not measured |
+# | Cora, renode, gcn, 1 | 6 | 71 | 0.12 | modelled, method not measured |
 # | CiteSeer, fedavg_ft, gcn, 1 | 6 | 45 | 0.08 | modelled |
-# | CiteSeer, renode, gcn, 1 | 6 | 45 | 0.07 | modelled, method not measured |
 #
-# The ablations are nearly all O-pFGL runs (198 of 270). At 58-67 s of CPU each on Cora, CiteSeer and PubMed (measured; condensation scaled from 300 iterations), they make a predictable 3.4 of its 4.4 CPU h.
+# The ablations are nearly all O-pFGL runs (198 of 270). At 58-67 s of CPU each on Cora, CiteSeer and PubMed (measured; condensation scaled from 300 iterations), they make a predictable 3.4 of its 4.6 CPU h.
 #
 
 # %%
