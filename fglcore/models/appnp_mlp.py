@@ -44,7 +44,7 @@ class APPNPMLP(CachedGraphGuard, nn.Module):
         - **output:** logits :math:`(|\mathcal{V}|, C)`
     """
 
-    #: ``forward`` takes a graph's sparse operators in place of its ``edge_index`` (:func:`~fglcore.models.operators.apply_conv`).
+    #: ``forward`` also takes the graph's sparse operators (:func:`~fglcore.models.operators.apply_conv`).
     accepts_graph_operators = True
 
     def __init__(self, in_channels: int, hidden_channels: int, out_channels: int, num_layers: int = 2, K: int = 2,

@@ -33,7 +33,7 @@ class SGC(CachedGraphGuard, nn.Module):
         - **output:** logits :math:`(|\mathcal{V}|, C)`
     """
 
-    #: ``forward`` takes a graph's sparse operators in place of its ``edge_index`` (:func:`~fglcore.models.operators.apply_conv`).
+    #: ``forward`` also takes the graph's sparse operators (:func:`~fglcore.models.operators.apply_conv`).
     accepts_graph_operators = True
 
     def __init__(self, in_channels: int, out_channels: int, K: int = 2, cached: bool = False):
