@@ -132,6 +132,41 @@ def test_ods_moves_every_feature_by_eta_and_targets_the_ensemble_on_the_moved_gr
         assert torch.allclose(target, expected, atol=1e-5)  # one pass over the union = graph by graph
 
 
+def test_ods_gradient_through_the_kept_forwards_is_the_union_gradient_and_skips_the_forward():
+    """The ODS gradient, taken graph by graph through each pooled graph's kept teacher forward, is the gradient of
+    one forward over the pool's disjoint union (same direction draw); a later round runs each teacher once (the
+    targets), not twice."""
+    from fglcore.algorithms.coboost import ODS_TEMPERATURE
+    from fglcore.algorithms.ensemble_distillation import disjoint_union, synthetic_graph, teacher_logits
+
+    server, teachers, _ = server_and_teachers()
+    torch.manual_seed(2)
+    pool = []
+    for n in (12, 9, 15):
+        x = torch.randn(n, F_IN)
+        pool.append(SyntheticGraph(x, knn_graph(x, 5), torch.randint(0, C, (n,)), torch.zeros(3, n, C)))
+    weights = torch.tensor([0.5, 0.3, 0.2])
+    torch.manual_seed(3)
+    hard = server.hard_pool(teachers, pool, weights)
+    # the reference: one differentiable forward over the union, the same uniform draw
+    x, edge_index, sizes = disjoint_union(pool)
+    graph = synthetic_graph(teachers, edge_index, x.size(0), x.dtype)
+    x = x.clone().requires_grad_(True)
+    torch.manual_seed(3)
+    probs = F.softmax(ensemble(teacher_logits(teachers, x, graph), weights) / ODS_TEMPERATURE, dim=1)
+    (grad,) = torch.autograd.grad((torch.empty_like(probs).uniform_(-1.0, 1.0) * probs).sum(), x)
+    moved = torch.cat([h for h, _ in hard]) - x.detach()
+    decided = grad.abs() > 1e-6  # a gradient at rounding level may take either sign
+    assert decided.float().mean() > 0.9
+    assert torch.equal(moved.sign()[decided], grad.sign()[decided])
+    calls = []
+    hooks = [t.register_forward_hook(lambda *_: calls.append(1)) for t in teachers]
+    server.hard_pool(teachers, pool, weights)
+    for hook in hooks:
+        hook.remove()
+    assert len(calls) == len(teachers)
+
+
 def test_distillation_brings_the_student_to_the_weighted_ensemble():
     server, teachers, student = server_and_teachers(epochs=8, kd_lr=0.05)
     initial = [p.detach().clone() for p in student.parameters()]

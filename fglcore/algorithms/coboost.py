@@ -38,10 +38,13 @@ epochs are :mod:`fglcore.algorithms.ensemble_distillation`'s):
    student takes one SGD step (momentum 0.9, weight decay 1e-4, gradient norm
    clipped at 10, cosine-annealed learning rate over the rounds) on
    :math:`T^2\\,\\mathrm{KL}(A_w/T\\,\\|\\,f_S/T)` at :math:`T` = 4 on the
-   perturbed graph. The ensemble is fixed during a pass, so the
-   perturbations of the whole pool are computed in one pass over their
-   disjoint union (the same numbers as graph by graph, up to the order of the
-   random draws).
+   perturbed graph. The ensemble is fixed during a pass: the gradient of
+   each pooled graph goes back through the teachers' forward on it, kept
+   since it joined the pool (only the weights and the random direction
+   change between rounds), and the ensemble's targets on the perturbed
+   features come from one pass over the pool's disjoint union (the same
+   numbers as graph by graph, up to rounding and the order of the random
+   draws).
 
 Defaults are the official ``co_boosting.sh`` and ``datafree_kd.py``
 (``rong-dai/Co-Boosting``: ``--epochs 200 --g_steps 30 --lr_g 1e-3
@@ -124,10 +127,10 @@ class CoBoostServer(DistillationServer):
                 best_cost, best = float(loss.detach()), (x.detach(), edge_index, graph)
         student.requires_grad_(True)
         x, edge_index, graph = best
-        with torch.no_grad():
-            logits = teacher_logits(teachers, x, graph)
+        pooled = SyntheticGraph(x, edge_index, c, torch.empty(0), graph)
+        pooled.teacher_logits = pooled.kept_teacher_forward(teachers)[1].detach()  # kept for the ODS (Step 3)
         bn.take()
-        return SyntheticGraph(x, edge_index, c, logits, graph)
+        return pooled
 
     def reweight(self, pool: list[SyntheticGraph], weights: Tensor, epoch: int) -> Tensor:
         """Step 2 (Eq. 7): signed-gradient steps of the ensemble weights on the pool's cross-entropy."""
@@ -147,14 +150,23 @@ class CoBoostServer(DistillationServer):
 
     def hard_pool(self, teachers: list[nn.Module], pool: list[SyntheticGraph], weights: Tensor
                   ) -> list[tuple[Tensor, Tensor]]:
-        """Step 3's ODS (Eq. 8): each pooled graph's perturbed features and the ensemble's logits on them."""
+        """Step 3's ODS (Eq. 8): each pooled graph's perturbed features and the ensemble's logits on them.
+
+        The gradient in the features goes back through each pooled graph's teacher forward, kept since the
+        graph joined the pool (:meth:`~fglcore.algorithms.ensemble_distillation.SyntheticGraph.kept_teacher_forward`):
+        only the weights and the random direction change from round to round, so the forward is not run again.
+        The teachers then run once on the perturbed features of the whole pool (their disjoint union).
+        """
         x, edge_index, sizes = disjoint_union(pool)
-        graph = synthetic_graph(teachers, edge_index, x.size(0), x.dtype)
-        x = x.clone().requires_grad_(True)
-        probs = F.softmax(ensemble(teacher_logits(teachers, x, graph), weights) / ODS_TEMPERATURE, dim=1)
+        kept = [g.kept_teacher_forward(teachers) for g in pool]
+        logits = torch.cat([forward.detach() for _, forward in kept], dim=1).requires_grad_(True)
+        probs = F.softmax(ensemble(logits, weights) / ODS_TEMPERATURE, dim=1)
         direction = torch.empty_like(probs).uniform_(-1.0, 1.0)
-        (grad,) = torch.autograd.grad((direction * probs).sum(), x)
+        (upstream,) = torch.autograd.grad((direction * probs).sum(), logits)
+        grad = torch.cat([torch.autograd.grad(forward, leaf, part, retain_graph=True)[0]
+                          for (leaf, forward), part in zip(kept, upstream.split(sizes, dim=1))])
         hard = (x + self.options["ods_eta"] * grad.sign()).detach()
+        graph = synthetic_graph(teachers, edge_index, x.size(0), x.dtype)
         with torch.no_grad():
             target = ensemble(teacher_logits(teachers, hard, graph), weights)
         return list(zip(hard.split(sizes), target.split(sizes)))

@@ -208,6 +208,21 @@ class SyntheticGraph:
         self.x, self.edge_index, self.y = x, edge_index, y
         self.teacher_logits = teacher_logits  # (K, n, C): one row block per client model
         self.graph = edge_index if graph is None else graph
+        self._kept: tuple[Tensor, Tensor] | None = None
+
+    def kept_teacher_forward(self, teachers: Sequence[nn.Module]) -> tuple[Tensor, Tensor]:
+        """``(leaf, logits)``: a copy of ``x`` that requires a gradient and the teachers' stacked logits on it,
+        their autograd graph kept with this pooled graph for later gradients in ``x`` (``retain_graph=True``).
+
+        Computed at the first call, then returned as is: the features and the (frozen) teachers do not change
+        while the graph is pooled, so Co-Boost's ODS, which asks every round for a gradient in ``x`` with new
+        output weights, runs only the backward pass (:meth:`CoBoostServer.hard_pool
+        <fglcore.algorithms.coboost.CoBoostServer.hard_pool>`). Only the teachers of the first call are used.
+        """
+        if self._kept is None:
+            leaf = self.x.detach().requires_grad_(True)
+            self._kept = (leaf, teacher_logits(teachers, leaf, self.graph))
+        return self._kept
 
 
 def teacher_logits(teachers: Sequence[nn.Module], x: Tensor, graph: Tensor | GraphOperators) -> Tensor:

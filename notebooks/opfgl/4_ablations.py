@@ -86,7 +86,7 @@ print({table: len(configs) for table, configs in plan["configs"].items()})
 # * `scaled` or `as gcn`: the same method on the same data, timed at other rounds or with the GCN backbone.
 # * `modelled`: dataset size x method cost, fitted on the measured groups (`fglcore.runlog.expected_seconds`). `method not measured` means a mean cost stands in for the method, so treat that number as a rough guess.
 #
-# `python benchmarks/full_projection.py opfgl project` prints every group. **The whole paper** (four notebooks): 1366 runs, 95.9 CPU hours (one thread), 48.0 h on 2 workers at best; 34 % of the hours priced from measured groups (`3_results` holds 91.0 of them, nearly all DENSE and Co-Boost with the heterogeneous model list: see its projection).
+# `python benchmarks/full_projection.py opfgl project` prints every group. **The whole paper** (four notebooks): 1366 runs, 88.7 CPU hours (one thread), 44.4 h on 2 workers at best; 34 % of the hours priced from measured groups (`3_results` holds 83.8 of them, nearly all DENSE and Co-Boost with the heterogeneous model list: see its projection).
 #
 #
 # **4_ablations**: 270 runs, 4.6 CPU h, 2.3 h on 2 workers at best
