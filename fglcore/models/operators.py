@@ -246,7 +246,9 @@ class GraphOperators:
     ``source_to_target`` flow), ``gcn`` the GCN-normalised adjacency with
     self-loops (``None`` when no layer needs it), ``in_degree`` the number of
     incoming edges of every node, and ``edge_index`` the batch's edges for
-    layers without a sparse form.
+    layers without a sparse form. A trimmed layer's graph (:func:`trim_graph`)
+    is bipartite: ``adjacency`` is ``num_targets x num_nodes``, ``in_degree``
+    that of the targets.
     """
 
     edge_index: Tensor
@@ -254,6 +256,8 @@ class GraphOperators:
     adjacency: SparseOperator | None = None
     gcn: SparseOperator | None = None
     in_degree: Tensor | None = None
+    num_targets: int | None = None
+    """A layer computes only the first ``num_targets`` nodes (``None``: all; :func:`trim_graph`)."""
 
 
 _KINDS_OF_MODEL: "weakref.WeakKeyDictionary[nn.Module, frozenset[str]]" = weakref.WeakKeyDictionary()
@@ -303,19 +307,22 @@ def is_plain_graph_conv(conv: GraphConv) -> bool:
 
 
 def apply_conv(conv: nn.Module, x: Tensor, graph: Tensor | GraphOperators) -> Tensor:
-    """``conv(x, graph)`` for an ``edge_index``; with :class:`GraphOperators`, the same layer as sparse products."""
+    """``conv(x, graph)`` for an ``edge_index``; with :class:`GraphOperators`, the same layer as sparse products
+    (on a trimmed graph, :func:`trim_graph`, the rows of its targets)."""
     if not isinstance(graph, GraphOperators):
         return conv(x, graph)
+    if isinstance(conv, SAGEConv) and graph.adjacency is not None and is_plain_sage(conv):
+        mean = (graph.adjacency @ x) / graph.in_degree.clamp(min=1).to(x.dtype).view(-1, 1)
+        out = conv.lin_l(mean)
+        return out + conv.lin_r(x[: mean.size(0)]) if conv.root_weight else out  # a trimmed graph: the targets' rows
+    if graph.num_targets is not None:  # a trimmed graph (trim_graph) for any other layer: PyG's, the targets' rows
+        return conv(x, graph.edge_index)[: graph.num_targets]
     if isinstance(conv, GINConv) and graph.adjacency is not None:
         if not isinstance(conv.eps, nn.Parameter) and float(conv.eps) == 0.0:
             return conv.nn(graph.adjacency.propagate(x, add_self=True))  # (1 + 0) * x is x, bit for bit
         return conv.nn(graph.adjacency @ x + (1 + conv.eps) * x)
     if isinstance(conv, GCNConv) and graph.gcn is not None and is_plain_gcn(conv):
         return graph.gcn.propagate(conv.lin(x), bias=conv.bias)
-    if isinstance(conv, SAGEConv) and graph.adjacency is not None and is_plain_sage(conv):
-        mean = (graph.adjacency @ x) / graph.in_degree.clamp(min=1).to(x.dtype).view(-1, 1)
-        out = conv.lin_l(mean)
-        return out + conv.lin_r(x) if conv.root_weight else out
     if isinstance(conv, GraphConv) and graph.adjacency is not None and is_plain_graph_conv(conv):
         return conv.lin_rel(graph.adjacency @ x) + conv.lin_root(x)  # PyG's GraphConv.forward, same order
     # PyG's own SGConv and APPNP only: a subclass (PartlyCachedSGConv) has its own forward.
@@ -329,6 +336,55 @@ def apply_conv(conv: nn.Module, x: Tensor, graph: Tensor | GraphOperators) -> Te
             x = x + conv.alpha * h
         return x
     return conv(x, graph.edge_index)
+
+
+def trim_graph(graph: Tensor | GraphOperators, num_targets: int, num_sources: int, num_edges: int) -> GraphOperators:
+    """The graph of a layer that computes only the first ``num_targets`` nodes, from the first ``num_sources``, on
+    the first ``num_edges`` edges -- those into the targets (PyG's ``trim_to_layer``, bipartite).
+
+    On a neighbour sample (:class:`~fglcore.algorithms.graph_sampling.NeighbourSample`) the nodes within ``h``
+    hops of the seeds and the edges into them are prefixes, so layer ``i`` of ``L`` needs its outputs on the nodes
+    within ``L - 1 - i`` hops only (Hamilton et al., NeurIPS 2017, Alg. 2:
+    :class:`~fglcore.models.stacked.StackedGNN`). The sum adjacency becomes its first ``num_targets`` rows
+    (``num_targets x num_sources``, views of the CSR arrays) and its transpose keeps the entries of those rows,
+    in their order; a target's row is the same sum as in the whole graph, and :func:`apply_conv`'s ``SAGEConv``
+    gives the same numbers (its root term on the targets' rows). Other layers run PyG's own on the trimmed
+    ``edge_index`` and keep the targets' rows -- equal for layers whose output at a node depends only on its
+    in-edges and own features (``SAGEConv``, ``GINConv``, ``GraphConv``, ``GATConv``), not for ``GCNConv``,
+    whose normalisation counts the sources' in-degrees (the GCN operator is dropped).
+    """
+    if not isinstance(graph, GraphOperators):
+        return GraphOperators(graph[:, :num_edges], num_sources, num_targets=num_targets)
+    adjacency = graph.adjacency
+    if adjacency is not None:
+        matrix, transpose = adjacency.matrix, adjacency.transpose
+        crow = matrix.crow_indices()[: num_targets + 1]
+        if int(crow[-1]) != num_edges:
+            raise ValueError(f"trim_graph: the first {num_edges} edges are not those into the first {num_targets} "
+                             f"nodes ({int(crow[-1])} are); the graph's edges must be listed by target")
+        t_crow, t_col, t_value = transpose.crow_indices(), transpose.col_indices(), transpose.values()
+        if num_edges < t_col.numel():
+            keep = t_col < num_targets
+            rows = torch.repeat_interleave(torch.arange(transpose.size(0), device=t_col.device), t_crow.diff())
+            counts = torch.bincount(rows[keep], minlength=num_sources)
+            if counts.numel() > num_sources:
+                raise ValueError(f"trim_graph: an edge into the first {num_targets} nodes comes from beyond the "
+                                 f"first {num_sources}")
+            t_crow = torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)])
+            t_col, t_value = t_col[keep], t_value[keep]
+        elif int(t_crow[num_sources]) == num_edges:  # every edge kept
+            t_crow = t_crow[: num_sources + 1]
+        else:
+            raise ValueError(f"trim_graph: an edge comes from beyond the first {num_sources} nodes")
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
+            adjacency = SparseOperator(
+                torch.sparse_csr_tensor(crow, matrix.col_indices()[:num_edges], matrix.values()[:num_edges],
+                                        (num_targets, num_sources), check_invariants=False),
+                torch.sparse_csr_tensor(t_crow, t_col, t_value, (num_sources, num_targets), check_invariants=False))
+    in_degree = None if graph.in_degree is None else graph.in_degree[:num_targets]
+    return GraphOperators(graph.edge_index[:, :num_edges], num_sources, adjacency=adjacency, in_degree=in_degree,
+                          num_targets=num_targets)
 
 
 def _sgc_propagation(conv: SGConv, x: Tensor, gcn: SparseOperator) -> Tensor:
