@@ -346,8 +346,10 @@ def trim_graph(graph: Tensor | GraphOperators, num_targets: int, num_sources: in
     hops of the seeds and the edges into them are prefixes, so layer ``i`` of ``L`` needs its outputs on the nodes
     within ``L - 1 - i`` hops only (Hamilton et al., NeurIPS 2017, Alg. 2:
     :class:`~fglcore.models.stacked.StackedGNN`). The sum adjacency becomes its first ``num_targets`` rows
-    (``num_targets x num_sources``, views of the CSR arrays) and its transpose keeps the entries of those rows,
-    in their order; a target's row is the same sum as in the whole graph, and :func:`apply_conv`'s ``SAGEConv``
+    (``num_targets x num_sources``, views of the CSR arrays), its transpose that of those rows
+    (:func:`csr_transpose`: a source's entries in target order, as in the whole graph's transpose, less those
+    of the dropped targets, whose gradients are zero); a target's row is the same sum as in the whole graph,
+    and :func:`apply_conv`'s ``SAGEConv``
     gives the same numbers (its root term on the targets' rows). Other layers run PyG's own on the trimmed
     ``edge_index`` and keep the targets' rows -- equal for layers whose output at a node depends only on its
     in-edges and own features (``SAGEConv``, ``GINConv``, ``GraphConv``, ``GATConv``), not for ``GCNConv``,
@@ -362,26 +364,16 @@ def trim_graph(graph: Tensor | GraphOperators, num_targets: int, num_sources: in
         if int(crow[-1]) != num_edges:
             raise ValueError(f"trim_graph: the first {num_edges} edges are not those into the first {num_targets} "
                              f"nodes ({int(crow[-1])} are); the graph's edges must be listed by target")
-        t_crow, t_col, t_value = transpose.crow_indices(), transpose.col_indices(), transpose.values()
-        if num_edges < t_col.numel():
-            keep = t_col < num_targets
-            rows = torch.repeat_interleave(torch.arange(transpose.size(0), device=t_col.device), t_crow.diff())
-            counts = torch.bincount(rows[keep], minlength=num_sources)
-            if counts.numel() > num_sources:
-                raise ValueError(f"trim_graph: an edge into the first {num_targets} nodes comes from beyond the "
-                                 f"first {num_sources}")
-            t_crow = torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)])
-            t_col, t_value = t_col[keep], t_value[keep]
-        elif int(t_crow[num_sources]) == num_edges:  # every edge kept
-            t_crow = t_crow[: num_sources + 1]
-        else:
-            raise ValueError(f"trim_graph: an edge comes from beyond the first {num_sources} nodes")
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
-            adjacency = SparseOperator(
-                torch.sparse_csr_tensor(crow, matrix.col_indices()[:num_edges], matrix.values()[:num_edges],
-                                        (num_targets, num_sources), check_invariants=False),
-                torch.sparse_csr_tensor(t_crow, t_col, t_value, (num_sources, num_targets), check_invariants=False))
+            rows = torch.sparse_csr_tensor(crow, matrix.col_indices()[:num_edges], matrix.values()[:num_edges],
+                                           (num_targets, num_sources), check_invariants=False)
+            if num_edges == transpose.values().numel() and transpose.size(0) == num_sources:  # every edge kept
+                columns = torch.sparse_csr_tensor(transpose.crow_indices(), transpose.col_indices(),
+                                                  transpose.values(), (num_sources, num_targets), check_invariants=False)
+            else:
+                columns = csr_transpose(rows)
+        adjacency = SparseOperator(rows, columns)
     in_degree = None if graph.in_degree is None else graph.in_degree[:num_targets]
     return GraphOperators(graph.edge_index[:, :num_edges], num_sources, adjacency=adjacency, in_degree=in_degree,
                           num_targets=num_targets)
