@@ -125,7 +125,9 @@ def sample_neighbours(ptr: Tensor, neighbours: Tensor, seeds: Tensor, fanouts: S
         owner = torch.repeat_interleave(torch.arange(frontier.numel()), count, output_size=edges.numel())
         per_hop.append(count)
         source = neighbours[edges]
-        new = torch.unique(source[where[source] < 0])
+        unseen = torch.zeros(num_nodes, dtype=torch.bool)
+        unseen[source[where[source] < 0]] = True
+        new = torch.nonzero(unseen).view(-1)  # torch.unique's ascending ids, without sorting the edges
         where[new] = torch.arange(size, size + new.numel())
         size += int(new.numel())
         n_id.append(new)
