@@ -163,6 +163,34 @@ def test_trimmed_layers_give_the_seeds_the_whole_sample_logits_and_gradients(fan
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
 
 
+def test_sampled_batch_operators_are_the_whole_graph_operators_without_sorting():
+    """A neighbour sample lists its edges by target: its CSR rows are the edge list (target_ordered_operators),
+    the same matrix, degrees, transpose and gradients as whole_graph_operators' sorted build, bit for bit."""
+    from fglcore.algorithms.training import whole_graph_operators
+    from fglcore.models.operators import SUM, target_ordered_operators
+
+    data = small_graph(n=120, edges=700, features=16, seed=1)
+    ptr, nbrs = csr(data.edge_index, 120, "target")
+    sample = sample_neighbours(ptr, nbrs, torch.tensor([3, 50, 8, 77]), [5, 3], torch.Generator().manual_seed(0))
+    n = sample.n_id.numel()
+    fast = target_ordered_operators(sample.edge_index, n, torch.float32)
+    sorted_ = whole_graph_operators(sample.edge_index, n, frozenset({SUM}), torch.float32)
+    assert fast.adjacency.transpose is None and torch.equal(fast.in_degree, sorted_.in_degree)
+    for a, b in ((fast.adjacency.matrix, sorted_.adjacency.matrix),
+                 (fast.adjacency.transposed(), sorted_.adjacency.transpose)):
+        assert a.shape == b.shape
+        for part in ("crow_indices", "col_indices", "values"):
+            assert torch.equal(getattr(a, part)(), getattr(b, part)())
+    torch.manual_seed(0)
+    model = build_model("sage", 16, 32, 3, num_layers=2, dropout=0.0, task="node", cached=False)
+    x = data.x[sample.n_id]
+    (outputs, grads), (outputs_ref, grads_ref) = (_trimmed_and_whole(model, x, g, sample) for g in (fast, sorted_))
+    assert all(map(torch.equal, outputs, outputs_ref))  # untrimmed and trimmed, each on both builds
+    assert all(torch.equal(a, b) for g, h in zip(grads, grads_ref) for a, b in zip(g, h))
+    with pytest.raises(ValueError, match="by target"):
+        target_ordered_operators(sample.edge_index.flip(1), n, torch.float32)
+
+
 def test_graphsage_trim_option_is_checked_and_can_be_switched_off():
     with pytest.raises(ConfigError, match="trim"):
         ExperimentConfig.from_dict({"algorithm": "graphsage", "model": "sage", "algorithm_options": {"trim": "yes"}})

@@ -51,10 +51,10 @@ from torch_geometric.data import Data
 from fglcore.algorithms.base import register_algorithm
 from fglcore.algorithms.central import Central
 from fglcore.algorithms.graph_sampling import csr, pyg_sampling_available, sample_neighbours
-from fglcore.algorithms.training import MiniBatchNodeTrainer, NodeTrainer, client_seed, whole_graph_operators
+from fglcore.algorithms.training import MiniBatchNodeTrainer, NodeTrainer, client_seed
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.models import build_model
-from fglcore.models.operators import GraphOperators, required_operators
+from fglcore.models.operators import SUM, GraphOperators, required_operators, target_ordered_operators
 from fglcore.runtime import set_seed
 
 SAMPLERS = ("auto", "fglcore", "pyg")
@@ -84,8 +84,12 @@ class NeighbourSamplingTrainer(MiniBatchNodeTrainer):
         self.use_pyg = sampler == "pyg" or (sampler == "auto" and pyg_sampling_available())
         self.data = data
         # The full-batch trainer hands the model sparse operators (``fast``): each mini-batch gets its own, the
-        # same numbers as its edge_index (fglcore.models.operators.apply_conv).
+        # same numbers as its edge_index (fglcore.models.operators.apply_conv), built without sorting: the
+        # sample lists its edges by target.
         self.operator_kinds = required_operators(self.model) if isinstance(self.graph, GraphOperators) else frozenset()
+        if self.operator_kinds - {SUM}:
+            raise ValueError(f"NeighbourSamplingTrainer: the model needs operators {sorted(self.operator_kinds)}; "
+                             f"accepted: {SUM!r} (GraphSAGE)")
 
     def batches(self):
         """``(x, edge_index, seeds, trim)`` of each mini-batch of one epoch (seeds: global ids, first rows of x;
@@ -105,8 +109,8 @@ class NeighbourSamplingTrainer(MiniBatchNodeTrainer):
             sample = sample_neighbours(self.ptr, self.neighbours, seeds, self.fanouts, self.generator)
             ids = sample.n_id.to(self.device)
             edge_index = sample.edge_index.to(self.device)
-            if self.operator_kinds:
-                edge_index = whole_graph_operators(edge_index, ids.numel(), self.operator_kinds, self.x.dtype)
+            if self.operator_kinds:  # {SUM}: the model is GraphSAGE with the mean aggregator
+                edge_index = target_ordered_operators(edge_index, ids.numel(), self.x.dtype)
             trim = dict(num_sampled_nodes_per_hop=sample.num_sampled_nodes,
                         num_sampled_edges_per_hop=sample.num_sampled_edges) if self.trim else {}
             yield self.x[ids], edge_index, seeds, trim
