@@ -378,11 +378,11 @@ def trim_graph(graph: Tensor | GraphOperators, num_targets: int, num_sources: in
     gradient needs it (:func:`csr_transpose`: a source's entries in target order, as in the whole graph's
     transpose, less those of the dropped targets, whose gradients are zero; the first layer's, whose input is
     the features, is never built); a target's row is the same sum as in the whole graph, and
-    :func:`apply_conv`'s ``SAGEConv``
-    gives the same numbers (its root term on the targets' rows). Other layers run PyG's own on the trimmed
-    ``edge_index`` and keep the targets' rows -- equal for layers whose output at a node depends only on its
-    in-edges and own features (``SAGEConv``, ``GINConv``, ``GraphConv``, ``GATConv``), not for ``GCNConv``,
-    whose normalisation counts the sources' in-degrees (the GCN operator is dropped).
+    :func:`apply_conv`'s ``SAGEConv`` gives the same numbers (its root term on the targets' rows). Other
+    layers run PyG's own on the trimmed ``edge_index`` and keep the targets' rows -- equal for layers whose
+    output at a node depends only on its in-edges and own features (``SAGEConv``, ``GINConv``,
+    ``GraphConv``, ``GATConv``), not for ``GCNConv``, whose normalisation counts the sources' in-degrees (the
+    GCN operator is dropped).
     """
     if not isinstance(graph, GraphOperators):
         return GraphOperators(graph[:, :num_edges], num_sources, num_targets=num_targets)
