@@ -79,6 +79,129 @@ def test_neighbour_sampler_is_uniform():
     assert ((freq - 0.4).abs() < 4 * (0.4 * 0.6 / reps) ** 0.5).all()
 
 
+@pytest.mark.parametrize("fanouts", [[3, 2], [4, 3, 2], [-1, 2]])
+def test_neighbour_sampler_keeps_distinct_in_neighbours_of_every_node_at_every_hop(fanouts):
+    data = small_graph(n=80, edges=500, seed=2)
+    ptr, nbrs = csr(data.edge_index, 80, "target")
+    in_neighbours = [set(nbrs[ptr[v]:ptr[v + 1]].tolist()) for v in range(80)]
+    seeds = torch.tensor([7, 0, 33, 61, 12])
+    sample = sample_neighbours(ptr, nbrs, seeds, fanouts, torch.Generator().manual_seed(4))
+    glob = sample.n_id[sample.edge_index]
+    assert sample.num_sampled_nodes[0] == 5 and sum(sample.num_sampled_nodes) == sample.n_id.numel()
+    reached, edges = 0, 0
+    for hop, fanout in enumerate(fanouts):
+        frontier = sample.n_id[reached: reached + sample.num_sampled_nodes[hop]]
+        hop_edges = glob[:, edges: edges + sample.num_sampled_edges[hop]]
+        assert (sample.edge_index[1, edges: edges + sample.num_sampled_edges[hop]] >= reached).all()
+        for v, count in zip(frontier.tolist(), sample.sampled_per_hop[hop].tolist()):
+            kept = hop_edges[0, hop_edges[1] == v].tolist()
+            assert len(kept) == count == (len(in_neighbours[v]) if fanout < 0 else min(len(in_neighbours[v]), fanout))
+            assert len(set(kept)) == len(kept) and set(kept) <= in_neighbours[v]  # distinct real in-neighbours
+        reached += sample.num_sampled_nodes[hop]
+        edges += sample.num_sampled_edges[hop]
+    assert edges == sample.edge_index.size(1)
+    again = sample_neighbours(ptr, nbrs, seeds, fanouts, torch.Generator().manual_seed(4))
+    other = sample_neighbours(ptr, nbrs, seeds, fanouts, torch.Generator().manual_seed(5))
+    assert torch.equal(again.edge_index, sample.edge_index) and torch.equal(again.n_id, sample.n_id)
+    assert fanouts[0] < 0 or not torch.equal(other.n_id[other.edge_index], glob)
+
+
+def test_neighbour_sampler_draws_every_subset_equally_often():
+    """Floyd's algorithm: each of the C(6, 3) = 20 subsets of a node's 6 in-neighbours has probability 1/20
+    (chi-square over 6,000 draws, below the 0.1% critical value 43.8 for 19 degrees of freedom)."""
+    edge_index = torch.tensor([[1, 2, 3, 4, 5, 6], [0, 0, 0, 0, 0, 0]])
+    ptr, nbrs = csr(edge_index, 7, "target")
+    g = torch.Generator().manual_seed(3)
+    counts: dict[tuple, int] = {}
+    reps = 6000
+    for _ in range(reps):
+        s = sample_neighbours(ptr, nbrs, torch.tensor([0]), [3], g)
+        key = tuple(sorted(s.n_id[1:].tolist()))
+        counts[key] = counts.get(key, 0) + 1
+    assert len(counts) == 20 and all(len(k) == 3 for k in counts)
+    expected = reps / 20
+    assert sum((c - expected) ** 2 / expected for c in counts.values()) < 43.8
+
+
+def _trimmed_and_whole(model, x, graph, sample):
+    trim = dict(num_sampled_nodes_per_hop=sample.num_sampled_nodes, num_sampled_edges_per_hop=sample.num_sampled_edges)
+    outputs, grads = [], []
+    for kwargs in ({}, trim):
+        model.zero_grad()
+        out = model(x, graph, **kwargs)
+        assert out.size(0) == (sample.batch_size if kwargs else x.size(0))  # trimmed: the last layer, the seeds only
+        out = out[: sample.batch_size]
+        torch.nn.functional.cross_entropy(out, torch.arange(sample.batch_size) % 3).backward()
+        outputs.append(out.detach())
+        grads.append([p.grad.clone() for p in model.parameters()])
+    return outputs, grads
+
+
+@pytest.mark.parametrize("operators", [True, False])
+@pytest.mark.parametrize("fanouts", [[4, 3], [5, 3, 2], [3, 2, 2, 2]])
+def test_trimmed_layers_give_the_seeds_the_whole_sample_logits_and_gradients(fanouts, operators):
+    """Layer l computing only the nodes within L - l hops (Hamilton et al., Alg. 2; PyG's trim_to_layer): the
+    seeds' logits and every gradient are those of the whole sampled subgraph through every layer, up to float
+    rounding (the same sums over the same in-edges; BLAS may round a product over a few rows differently)."""
+    from fglcore.algorithms.training import whole_graph_operators
+    from fglcore.models.operators import required_operators
+
+    data = small_graph(n=120, edges=700, features=16, seed=1)
+    ptr, nbrs = csr(data.edge_index, 120, "target")
+    sample = sample_neighbours(ptr, nbrs, torch.tensor([3, 50, 8, 77, 101, 64]), fanouts,
+                               torch.Generator().manual_seed(0))
+    assert sample.num_sampled_nodes[-1] > 0  # the last hop adds nodes: trimming drops work
+    torch.manual_seed(0)
+    model = build_model("sage", 16, 32, 3, num_layers=len(fanouts), dropout=0.0, task="node", cached=False)
+    model.train()
+    x = data.x[sample.n_id]
+    graph = whole_graph_operators(sample.edge_index, x.size(0), required_operators(model), x.dtype) \
+        if operators else sample.edge_index
+    (whole, trimmed), (whole_grads, trimmed_grads) = _trimmed_and_whole(model, x, graph, sample)
+    torch.testing.assert_close(trimmed, whole, rtol=1e-6, atol=1e-6)
+    for got, expected in zip(trimmed_grads, whole_grads):  # the dense products over fewer rows may round otherwise
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_sampled_batch_operators_are_the_whole_graph_operators_without_sorting():
+    """A neighbour sample lists its edges by target: its CSR rows are the edge list (target_ordered_operators),
+    the same matrix, degrees, transpose and gradients as whole_graph_operators' sorted build, bit for bit."""
+    from fglcore.algorithms.training import whole_graph_operators
+    from fglcore.models.operators import SUM, target_ordered_operators
+
+    data = small_graph(n=120, edges=700, features=16, seed=1)
+    ptr, nbrs = csr(data.edge_index, 120, "target")
+    sample = sample_neighbours(ptr, nbrs, torch.tensor([3, 50, 8, 77]), [5, 3], torch.Generator().manual_seed(0))
+    n = sample.n_id.numel()
+    fast = target_ordered_operators(sample.edge_index, n, torch.float32)
+    sorted_ = whole_graph_operators(sample.edge_index, n, frozenset({SUM}), torch.float32)
+    assert fast.adjacency.transpose is None and torch.equal(fast.in_degree, sorted_.in_degree)
+    for a, b in ((fast.adjacency.matrix, sorted_.adjacency.matrix),
+                 (fast.adjacency.transposed(), sorted_.adjacency.transpose)):
+        assert a.shape == b.shape
+        for part in ("crow_indices", "col_indices", "values"):
+            assert torch.equal(getattr(a, part)(), getattr(b, part)())
+    torch.manual_seed(0)
+    model = build_model("sage", 16, 32, 3, num_layers=2, dropout=0.0, task="node", cached=False)
+    x = data.x[sample.n_id]
+    (outputs, grads), (outputs_ref, grads_ref) = (_trimmed_and_whole(model, x, g, sample) for g in (fast, sorted_))
+    assert all(map(torch.equal, outputs, outputs_ref))  # untrimmed and trimmed, each on both builds
+    assert all(torch.equal(a, b) for g, h in zip(grads, grads_ref) for a, b in zip(g, h))
+    with pytest.raises(ValueError, match="by target"):
+        target_ordered_operators(sample.edge_index.flip(1), n, torch.float32)
+
+
+def test_graphsage_trim_option_is_checked_and_can_be_switched_off():
+    with pytest.raises(ConfigError, match="trim"):
+        ExperimentConfig.from_dict({"algorithm": "graphsage", "model": "sage", "algorithm_options": {"trim": "yes"}})
+    algo, _ = run("graphsage", model="sage", algorithm_options={"fanouts": [4, 2], "trim": False}, batch_size=8,
+                  rounds=1)
+    assert all(trim == {} for *_, trim in algo.clients[0].learner.trainer.batches())
+    algo, _ = run("graphsage", model="sage", algorithm_options={"fanouts": [4, 2]}, batch_size=8, rounds=1)
+    assert all(trim["num_sampled_nodes_per_hop"][0] == seeds.numel()
+               for _, _, seeds, trim in algo.clients[0].learner.trainer.batches())
+
+
 # -- GraphSAINT ---------------------------------------------------------------------------------------------------
 
 
@@ -160,8 +283,8 @@ def test_graphsage_trains_on_mini_batches_of_the_whole_graph():
     trainer = algo.clients[0].learner.trainer
     assert trainer.num_nodes == 60 and not trainer.use_pyg
     batches = list(trainer.batches())
-    assert sum(seeds.numel() for _, _, seeds in batches) == 30  # every training node once per epoch
-    assert max(seeds.numel() for _, _, seeds in batches) == 8
+    assert sum(seeds.numel() for _, _, seeds, _ in batches) == 30  # every training node once per epoch
+    assert max(seeds.numel() for _, _, seeds, _ in batches) == 8
 
 
 def test_graphsage_fanouts_default_to_the_library_ones_for_every_depth():

@@ -48,7 +48,7 @@ import torch
 from torch import Tensor
 from torch_geometric.utils import sort_edge_index
 
-from fglcore.algorithms.training import _ranges
+from fglcore.algorithms.training import _exclusive_cumsum, _ranges
 
 EDGE_NORM_NODES = ("target", "source")
 
@@ -76,18 +76,37 @@ def csr(edge_index: Tensor, num_nodes: int, by: str) -> tuple[Tensor, Tensor]:
 class NeighbourSample:
     """One mini-batch of :func:`sample_neighbours`: ``n_id`` (global ids, seeds first), ``edge_index`` (sampled
     edges ``source -> target`` in positions of ``n_id``), ``batch_size`` (the seeds) and, per hop, how many
-    edges each node reached at the previous hop got (``sampled_per_hop``)."""
+    edges each node reached at the previous hop got (``sampled_per_hop``). ``num_sampled_nodes`` and
+    :attr:`num_sampled_edges` count the nodes and edges of each hop (the seeds first), as PyG's
+    ``NeighborLoader`` batches carry them: edges are listed hop by hop, the targets of hop ``h`` being the nodes
+    of hop ``h - 1``, so the nodes within ``h`` hops and the edges into them are prefixes (for
+    :func:`torch_geometric.utils.trim_to_layer` and :class:`~fglcore.models.stacked.StackedGNN`'s trimming)."""
 
     n_id: Tensor
     edge_index: Tensor
     batch_size: int
     sampled_per_hop: list[Tensor]
+    num_sampled_nodes: list[int]
+
+    @property
+    def num_sampled_edges(self) -> list[int]:
+        return [int(count.sum()) for count in self.sampled_per_hop]
 
 
 def sample_neighbours(ptr: Tensor, neighbours: Tensor, seeds: Tensor, fanouts: Sequence[int],
                       generator: torch.Generator) -> NeighbourSample:
-    """GraphSAGE's neighbour sampling (module docstring); ``(ptr, neighbours)`` = :func:`csr` by target.
-    A fan-out of ``-1`` takes every neighbour."""
+    r"""GraphSAGE's neighbour sampling (module docstring); ``(ptr, neighbours)`` = :func:`csr` by target.
+    A fan-out of ``-1`` takes every neighbour.
+
+    A node with more in-neighbours than the fan-out ``k`` keeps ``k`` of them
+    drawn by Robert Floyd's algorithm, as ``pyg-lib``'s CPU neighbour sampler
+    (``pyg_lib/csrc/sampler/cpu/neighbor_kernel.cpp``, "Sample without
+    replacement"): for :math:`i = d-k, \dots, d-1` draw :math:`r` uniform in
+    :math:`[0, i]` and keep :math:`r`, or :math:`i` when :math:`r` is already
+    kept -- every :math:`k`-subset of the :math:`d` neighbours equally likely,
+    with :math:`k` draws per node (:func:`_floyd`, vectorised over the nodes);
+    the kept edges of a node are listed in the order drawn.
+    """
     num_nodes = ptr.numel() - 1
     where = torch.full((num_nodes,), -1, dtype=torch.long)
     where[seeds] = torch.arange(seeds.numel())
@@ -96,20 +115,19 @@ def sample_neighbours(ptr: Tensor, neighbours: Tensor, seeds: Tensor, fanouts: S
     frontier = seeds
     rows, cols, per_hop = [], [], []
     for fanout in fanouts:
-        degree = ptr[frontier + 1] - ptr[frontier]
-        edges = _ranges(ptr[frontier], degree)
-        owner = torch.repeat_interleave(torch.arange(frontier.numel()), degree)
-        if fanout >= 0 and edges.numel():
-            keys = torch.rand(edges.numel(), generator=generator)
-            order = torch.argsort(keys)
-            order = order[torch.argsort(owner[order], stable=True)]  # grouped by owner, random within
-            starts = torch.cumsum(degree, 0) - degree
-            rank = torch.arange(edges.numel()) - torch.repeat_interleave(starts, degree)
-            keep = order[rank < fanout]
-            edges, owner = edges[keep], owner[keep]
-        per_hop.append(torch.bincount(owner, minlength=frontier.numel()))
+        start, degree = ptr[frontier], ptr[frontier + 1] - ptr[frontier]
+        count = degree if fanout < 0 else degree.clamp(max=fanout)
+        edges = _ranges(start, count)  # a node's first ``count`` edges: all of them, or slots for Floyd's draws
+        big = torch.nonzero(count < degree).view(-1)
+        if big.numel():
+            slots = _ranges(_exclusive_cumsum(count)[big], count[big])
+            edges[slots] = (start[big].view(-1, 1) + _floyd(degree[big], fanout, generator)).view(-1)
+        owner = torch.repeat_interleave(torch.arange(frontier.numel()), count, output_size=edges.numel())
+        per_hop.append(count)
         source = neighbours[edges]
-        new = torch.unique(source[where[source] < 0])
+        unseen = torch.zeros(num_nodes, dtype=torch.bool)
+        unseen[source[where[source] < 0]] = True
+        new = torch.nonzero(unseen).view(-1)  # torch.unique's ascending ids, without sorting the edges
         where[new] = torch.arange(size, size + new.numel())
         size += int(new.numel())
         n_id.append(new)
@@ -117,7 +135,20 @@ def sample_neighbours(ptr: Tensor, neighbours: Tensor, seeds: Tensor, fanouts: S
         cols.append(where[frontier[owner]])
         frontier = new
     edge_index = torch.stack([torch.cat(rows), torch.cat(cols)]) if rows else torch.empty(2, 0, dtype=torch.long)
-    return NeighbourSample(torch.cat(n_id), edge_index, int(seeds.numel()), per_hop)
+    return NeighbourSample(torch.cat(n_id), edge_index, int(seeds.numel()), per_hop, [int(i.numel()) for i in n_id])
+
+
+def _floyd(population: Tensor, k: int, generator: torch.Generator) -> Tensor:
+    """``(len(population), k)`` offsets: row ``j`` is a uniform ``k``-subset of ``range(population[j])``
+    (every ``population[j] > k``), by Robert Floyd's algorithm (:func:`sample_neighbours`), in the order drawn."""
+    chosen = population.new_empty(population.numel(), k)
+    for step in range(k):
+        high = population - k + step  # draw in [0, high]
+        draw = (torch.rand(population.numel(), generator=generator, dtype=torch.float64) * (high + 1)).long()
+        draw = torch.minimum(draw, high)
+        taken = (chosen[:, :step] == draw.view(-1, 1)).any(1)
+        chosen[:, step] = torch.where(taken, high, draw)
+    return chosen
 
 
 @dataclass

@@ -210,32 +210,42 @@ class _SpMM(torch.autograd.Function):
     ``transpose @ grad (+ grad)`` for ``x`` (one pass) and ``grad`` summed over the rows for ``bias``."""
 
     @staticmethod
-    def forward(ctx, matrix: Tensor, transpose: Tensor, x: Tensor, add_self: bool, bias: Tensor | None) -> Tensor:
-        ctx.transpose, ctx.add_self = transpose, add_self
+    def forward(ctx, operator: "SparseOperator", x: Tensor, add_self: bool, bias: Tensor | None) -> Tensor:
+        ctx.operator, ctx.add_self = operator, add_self
         ctx.bias_shape = None if bias is None else bias.shape
-        return propagate(matrix, x, x if add_self else None, None if bias is None else bias.contiguous())
+        return propagate(operator.matrix, x, x if add_self else None, None if bias is None else bias.contiguous())
 
     @staticmethod
     def backward(ctx, grad: Tensor):
         grad = grad.contiguous()
-        grad_x = propagate(ctx.transpose, grad, grad if ctx.add_self else None) if ctx.needs_input_grad[2] else None
-        grad_bias = grad.sum_to_size(ctx.bias_shape) if ctx.needs_input_grad[4] else None
-        return None, None, grad_x, None, grad_bias
+        grad_x = None
+        if ctx.needs_input_grad[1]:
+            grad_x = propagate(ctx.operator.transposed(), grad, grad if ctx.add_self else None)
+        grad_bias = grad.sum_to_size(ctx.bias_shape) if ctx.needs_input_grad[3] else None
+        return None, grad_x, None, grad_bias
 
 
 @dataclass
 class SparseOperator:
-    """A CSR matrix and its transpose (the same object for a symmetric matrix)."""
+    """A CSR matrix and its transpose (the same object for a symmetric matrix; ``None``: built by
+    :func:`csr_transpose` when a gradient first needs it, and kept -- never, for a layer whose input needs no
+    gradient)."""
 
     matrix: Tensor
-    transpose: Tensor
+    transpose: Tensor | None = None
 
     def __matmul__(self, x: Tensor) -> Tensor:
         return self.propagate(x)
 
     def propagate(self, x: Tensor, *, add_self: bool = False, bias: Tensor | None = None) -> Tensor:
         """``A @ x``, plus ``x`` itself (GIN with ``eps = 0``) and ``bias`` (GCN) summed in the same pass."""
-        return _SpMM.apply(self.matrix, self.transpose, x.contiguous(), add_self, bias)
+        return _SpMM.apply(self, x.contiguous(), add_self, bias)
+
+    def transposed(self) -> Tensor:
+        """The transpose, built (and kept) at the first call when it was not given."""
+        if self.transpose is None:
+            self.transpose = csr_transpose(self.matrix)
+        return self.transpose
 
 
 @dataclass
@@ -246,7 +256,9 @@ class GraphOperators:
     ``source_to_target`` flow), ``gcn`` the GCN-normalised adjacency with
     self-loops (``None`` when no layer needs it), ``in_degree`` the number of
     incoming edges of every node, and ``edge_index`` the batch's edges for
-    layers without a sparse form.
+    layers without a sparse form. A trimmed layer's graph (:func:`trim_graph`)
+    is bipartite: ``adjacency`` is ``num_targets x num_nodes``, ``in_degree``
+    that of the targets.
     """
 
     edge_index: Tensor
@@ -254,6 +266,8 @@ class GraphOperators:
     adjacency: SparseOperator | None = None
     gcn: SparseOperator | None = None
     in_degree: Tensor | None = None
+    num_targets: int | None = None
+    """A layer computes only the first ``num_targets`` nodes (``None``: all; :func:`trim_graph`)."""
 
 
 _KINDS_OF_MODEL: "weakref.WeakKeyDictionary[nn.Module, frozenset[str]]" = weakref.WeakKeyDictionary()
@@ -303,19 +317,22 @@ def is_plain_graph_conv(conv: GraphConv) -> bool:
 
 
 def apply_conv(conv: nn.Module, x: Tensor, graph: Tensor | GraphOperators) -> Tensor:
-    """``conv(x, graph)`` for an ``edge_index``; with :class:`GraphOperators`, the same layer as sparse products."""
+    """``conv(x, graph)`` for an ``edge_index``; with :class:`GraphOperators`, the same layer as sparse products
+    (on a trimmed graph, :func:`trim_graph`, the rows of its targets)."""
     if not isinstance(graph, GraphOperators):
         return conv(x, graph)
+    if isinstance(conv, SAGEConv) and graph.adjacency is not None and is_plain_sage(conv):
+        mean = (graph.adjacency @ x) / graph.in_degree.clamp(min=1).to(x.dtype).view(-1, 1)
+        out = conv.lin_l(mean)
+        return out + conv.lin_r(x[: mean.size(0)]) if conv.root_weight else out  # a trimmed graph: the targets' rows
+    if graph.num_targets is not None:  # a trimmed graph (trim_graph) for any other layer: PyG's, the targets' rows
+        return conv(x, graph.edge_index)[: graph.num_targets]
     if isinstance(conv, GINConv) and graph.adjacency is not None:
         if not isinstance(conv.eps, nn.Parameter) and float(conv.eps) == 0.0:
             return conv.nn(graph.adjacency.propagate(x, add_self=True))  # (1 + 0) * x is x, bit for bit
         return conv.nn(graph.adjacency @ x + (1 + conv.eps) * x)
     if isinstance(conv, GCNConv) and graph.gcn is not None and is_plain_gcn(conv):
         return graph.gcn.propagate(conv.lin(x), bias=conv.bias)
-    if isinstance(conv, SAGEConv) and graph.adjacency is not None and is_plain_sage(conv):
-        mean = (graph.adjacency @ x) / graph.in_degree.clamp(min=1).to(x.dtype).view(-1, 1)
-        out = conv.lin_l(mean)
-        return out + conv.lin_r(x) if conv.root_weight else out
     if isinstance(conv, GraphConv) and graph.adjacency is not None and is_plain_graph_conv(conv):
         return conv.lin_rel(graph.adjacency @ x) + conv.lin_root(x)  # PyG's GraphConv.forward, same order
     # PyG's own SGConv and APPNP only: a subclass (PartlyCachedSGConv) has its own forward.
@@ -329,6 +346,61 @@ def apply_conv(conv: nn.Module, x: Tensor, graph: Tensor | GraphOperators) -> Te
             x = x + conv.alpha * h
         return x
     return conv(x, graph.edge_index)
+
+
+def target_ordered_operators(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> GraphOperators:
+    """The sum operator (:data:`SUM`) of a graph whose edges are listed by target, ascending, as a neighbour
+    sample lists them (:class:`~fglcore.algorithms.graph_sampling.NeighbourSample`): the CSR rows are the edge list
+    itself, so nothing is sorted, and the transpose is built only when a gradient needs it. The matrix, degrees
+    and (once built) transpose are those of
+    :func:`~fglcore.algorithms.training.whole_graph_operators` (``tests/test_localbias_baselines.py``)."""
+    source, target = edge_index[0], edge_index[1]
+    if target.numel() > 1 and not bool((target[1:] >= target[:-1]).all()):
+        raise ValueError("target_ordered_operators: the edges are not listed by target (ascending)")
+    in_degree = torch.bincount(target, minlength=num_nodes)
+    crow = torch.cat([in_degree.new_zeros(1), torch.cumsum(in_degree, 0)])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
+        matrix = torch.sparse_csr_tensor(crow, source, torch.ones(source.numel(), dtype=dtype, device=source.device),
+                                         (num_nodes, num_nodes), check_invariants=False)
+    return GraphOperators(edge_index, num_nodes, adjacency=SparseOperator(matrix), in_degree=in_degree)
+
+
+def trim_graph(graph: Tensor | GraphOperators, num_targets: int, num_sources: int, num_edges: int) -> GraphOperators:
+    """The graph of a layer that computes only the first ``num_targets`` nodes, from the first ``num_sources``, on
+    the first ``num_edges`` edges -- those into the targets (PyG's ``trim_to_layer``, bipartite).
+
+    On a neighbour sample (:class:`~fglcore.algorithms.graph_sampling.NeighbourSample`) the nodes within ``h``
+    hops of the seeds and the edges into them are prefixes, so layer ``i`` of ``L`` needs its outputs on the nodes
+    within ``L - 1 - i`` hops only (Hamilton et al., NeurIPS 2017, Alg. 2:
+    :class:`~fglcore.models.stacked.StackedGNN`). The sum adjacency becomes its first ``num_targets`` rows
+    (``num_targets x num_sources``, views of the CSR arrays), its transpose that of those rows, built when a
+    gradient needs it (:func:`csr_transpose`: a source's entries in target order, as in the whole graph's
+    transpose, less those of the dropped targets, whose gradients are zero; the first layer's, whose input is
+    the features, is never built); a target's row is the same sum as in the whole graph, and
+    :func:`apply_conv`'s ``SAGEConv`` gives the same numbers (its root term on the targets' rows). Other
+    layers run PyG's own on the trimmed ``edge_index`` and keep the targets' rows -- equal for layers whose
+    output at a node depends only on its in-edges and own features (``SAGEConv``, ``GINConv``,
+    ``GraphConv``, ``GATConv``), not for ``GCNConv``, whose normalisation counts the sources' in-degrees (the
+    GCN operator is dropped).
+    """
+    if not isinstance(graph, GraphOperators):
+        return GraphOperators(graph[:, :num_edges], num_sources, num_targets=num_targets)
+    adjacency = graph.adjacency
+    if adjacency is not None:
+        matrix = adjacency.matrix
+        crow = matrix.crow_indices()[: num_targets + 1]
+        if int(crow[-1]) != num_edges:
+            raise ValueError(f"trim_graph: the first {num_edges} edges are not those into the first {num_targets} "
+                             f"nodes ({int(crow[-1])} are); the graph's edges must be listed by target")
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
+            rows = torch.sparse_csr_tensor(crow, matrix.col_indices()[:num_edges], matrix.values()[:num_edges],
+                                           (num_targets, num_sources), check_invariants=False)
+        adjacency = SparseOperator(rows)  # its transpose when a gradient needs it
+    in_degree = None if graph.in_degree is None else graph.in_degree[:num_targets]
+    return GraphOperators(graph.edge_index[:, :num_edges], num_sources, adjacency=adjacency, in_degree=in_degree,
+                          num_targets=num_targets)
 
 
 def _sgc_propagation(conv: SGConv, x: Tensor, gcn: SparseOperator) -> Tensor:

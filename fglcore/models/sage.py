@@ -1,6 +1,8 @@
 """GraphSAGE (Hamilton et al., NeurIPS 2017): PyG's ``GraphSAGE`` model for nodes, one ``SAGEConv`` for graphs."""
 from __future__ import annotations
 
+from typing import Sequence
+
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import SAGEConv
@@ -74,10 +76,13 @@ class GraphSAGE(StackedGNN, PyGGraphSAGE):
         if getattr(self, "input_norm", None) is not None:
             self.input_norm.reset_parameters()
 
-    def forward(self, x: Tensor, edge_index: Tensor | GraphOperators) -> Tensor:  # type: ignore[override]
+    def forward(self, x: Tensor, edge_index: Tensor | GraphOperators,  # type: ignore[override]
+                **trim: Sequence[int] | None) -> Tensor:
+        """``trim``: :class:`~fglcore.models.stacked.StackedGNN`'s ``num_sampled_nodes_per_hop`` and
+        ``num_sampled_edges_per_hop``."""
         if self.input_norm is not None:
             x = self.input_norm(x)
-        return super().forward(x, edge_index)
+        return super().forward(x, edge_index, **trim)
 
     def layer(self, i: int, x: Tensor, graph: Tensor | GraphOperators) -> Tensor:
         """``SAGEConv`` as PyG computes it; on registered constant features the first layer aggregates once.

@@ -11,13 +11,14 @@ Conventions shared by these models:
 """
 from __future__ import annotations
 
-from typing import Any
+import itertools
+from typing import Any, Sequence
 
 from torch import Tensor
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 
 from fglcore.models.cached_graph import CachedGraphGuard
-from fglcore.models.operators import GraphOperators, apply_conv
+from fglcore.models.operators import GraphOperators, apply_conv, trim_graph
 
 
 class StackedGNN(CachedGraphGuard, BasicGNN):
@@ -42,6 +43,24 @@ class StackedGNN(CachedGraphGuard, BasicGNN):
     dropped (``input_dropout``), and a model whose convs cache the graph
     (``cached=True`` in ``conv_kwargs``) is bound to it
     (:class:`~fglcore.models.cached_graph.CachedGraphGuard`).
+
+    On a neighbour-sampled mini-batch (nodes listed hop by hop, seeds first;
+    edges hop by hop, hop :math:`h`'s into the nodes of hop :math:`h-1`),
+    ``num_sampled_nodes_per_hop`` and ``num_sampled_edges_per_hop`` (PyG's
+    ``BasicGNN.forward`` arguments, as ``NeighborLoader`` counts them) trim
+    the graph before each layer, as PyG's
+    :func:`~torch_geometric.utils.trim_to_layer` and Hamilton et al.
+    (NeurIPS 2017), Alg. 2: layer :math:`l` (1-based) computes only the
+    nodes within :math:`L - l` hops of the seeds, from those within
+    :math:`L - l + 1` hops and the edges into the former
+    (:func:`~fglcore.models.operators.trim_graph`; PyG's ``trim_to_layer``
+    keeps one hop more as targets). The seeds' logits are those of the
+    untrimmed graph, up to float rounding (the sums over a node's in-edges are
+    the same; dense products over fewer rows may round differently), for
+    layers whose output at a node depends only on its in-edges and own
+    features (GraphSAGE, GIN, GraphConv, GAT; not GCN's source-degree
+    normalisation); dropout then draws masks for the kept rows only, so its
+    random stream differs from the untrimmed pass.
 
     Args:
         in_channels (int): node feature width.
@@ -84,13 +103,26 @@ class StackedGNN(CachedGraphGuard, BasicGNN):
         super().reset_parameters()
         self.forget_graph()
 
-    def forward(self, x: Tensor, edge_index: Tensor | GraphOperators | None) -> Tensor:  # type: ignore[override]
+    def forward(self, x: Tensor, edge_index: Tensor | GraphOperators | None, *,  # type: ignore[override]
+                num_sampled_nodes_per_hop: Sequence[int] | None = None,
+                num_sampled_edges_per_hop: Sequence[int] | None = None) -> Tensor:
         self.check_graph(x, edge_index)
         if self.input_dropout:
             x = self.dropout(x)
         last = self.num_layers - 1
+        trim = num_sampled_nodes_per_hop is not None
+        if trim:
+            reached = list(itertools.accumulate(num_sampled_nodes_per_hop))  # nodes within h hops
+            into = [0, *itertools.accumulate(num_sampled_edges_per_hop)]  # edges into them, hop h's targets
+            hops = len(reached) - 1
         for i in range(self.num_layers):
-            x = self.layer(i, x, edge_index)
+            graph = edge_index
+            if trim:
+                within = min(last - i, hops)  # layer i's outputs are needed within L - 1 - i hops of the seeds
+                sources = reached[min(within + 1, hops)]
+                x = x[:sources] if sources < x.size(0) else x
+                graph = trim_graph(edge_index, reached[within], sources, into[min(within + 1, hops)])
+            x = self.layer(i, x, graph)
             if i < last:
                 x = self.dropout(self.act(x))
         return x
