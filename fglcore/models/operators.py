@@ -324,7 +324,10 @@ def apply_conv(conv: nn.Module, x: Tensor, graph: Tensor | GraphOperators) -> Te
     if isinstance(conv, SAGEConv) and graph.adjacency is not None and is_plain_sage(conv):
         mean = (graph.adjacency @ x) / graph.in_degree.clamp(min=1).to(x.dtype).view(-1, 1)
         out = conv.lin_l(mean)
-        return out + conv.lin_r(x[: mean.size(0)]) if conv.root_weight else out  # a trimmed graph: the targets' rows
+        if not conv.root_weight:
+            return out
+        # a trimmed graph: the targets' rows; otherwise x itself (registered constant features keep their sparse path)
+        return out + conv.lin_r(x if mean.size(0) == x.size(0) else x[: mean.size(0)])
     if graph.num_targets is not None:  # a trimmed graph (trim_graph) for any other layer: PyG's, the targets' rows
         return conv(x, graph.edge_index)[: graph.num_targets]
     if isinstance(conv, GINConv) and graph.adjacency is not None:
