@@ -104,14 +104,14 @@ print(status.pivot_table(index=["table", "row"], columns="paper column", values=
 # * `scaled`: the same group timed at other epochs;
 # * `modelled`: dataset size x method cost, fitted on the measured groups (`fglcore.runlog.expected_seconds`).
 #
-# `python benchmarks/full_projection.py localbias project` prints every group. **The whole paper** (four notebooks), with the learning rate searched on seed 0 (`search_seeds: [0]`, below): 551 runs, 51.9 CPU hours (one thread), 26.0 h on 2 workers at best. Searching on all three seeds, as this notebook did before, was 791 runs and 139.3 CPU h; before the speed-ups below the 551 runs were 79.1 CPU h.
+# `python benchmarks/full_projection.py localbias project` prints every group. **The whole paper** (four notebooks), with the learning rate searched on seed 0 (`search_seeds: [0]`, below): 551 runs, 29.8 CPU hours (one thread), 14.9 h on 2 workers at best. Searching on all three seeds, as this notebook did before, was 791 runs and 139.3 CPU h; before the speed-ups below the 551 runs were 79.1 CPU h, then 51.9 h, and 29.8 h once GraphSAGE's mini-batches were trimmed (below).
 #
 #
-# **3_results**: 312 runs, 47.9 CPU h, 24.0 h on 2 workers at best
+# **3_results**: 312 runs, 25.8 CPU h, 12.9 h on 2 workers at best
 #
 # | method | runs | CPU h | of which measured groups |
 # |---|---:|---:|---:|
-# | graphsage | 25 | 26.89 | 26.50 |
+# | graphsage | 25 | 4.79 | 4.40 |
 # | central | 50 | 4.05 | 3.75 |
 # | localbias:ours-full/gcn | 29 | 3.23 | 3.18 |
 # | graphsaint | 25 | 2.77 | 2.38 |
@@ -125,7 +125,7 @@ print(status.pivot_table(index=["table", "row"], columns="paper column", values=
 #
 # | biggest groups (dataset, method, model, rounds) | runs | CPU s/run | CPU h | priced |
 # |---|---:|---:|---:|---|
-# | Products-like, graphsage, sage, 1000 | 5 | 19076 | 26.50 | measured |
+# | Products-like, graphsage, sage, 1000 | 5 | 3170 | 4.40 | measured |
 # | Products-like, graphsaint, gcn, 1000 | 5 | 1716 | 2.38 | measured |
 # | Products-like, localbias:ours-full/gcn, gcn, 1000 | 5 | 1663 | 2.31 | measured |
 # | Products-like, bns_gcn, gcn, 1000 | 5 | 1538 | 2.14 | measured |
@@ -136,13 +136,13 @@ print(status.pivot_table(index=["table", "row"], columns="paper column", values=
 #
 # **Where the hours go.** Products-like makes up about 43 of the notebook's 48 CPU h: 60 runs of 1000 epochs (12 rows x (3 learning rates on seed 0 + seeds 1 and 2 at the chosen rate)). Re-measured on 2026-11-26 (14:13-14:29 UTC) after the speed-ups that keep every number (the 1-GNN's `GraphConv(aggr="add")` and GraphSAGE's mini-batches on sparse operators, the distributed engine's and GraphSAINT's sparse products on CSR with their transposes kept; old code measured beside them, per run before -> after):
 #
-# * GraphSAGE: 21,362 -> 19,076 s, i.e. 5.3 h. Neighbour sampling runs on fglcore's own sampler, since pyg-lib and torch-sparse do not install here; about 4 s an epoch of it is ordering each hop's edges, which a faster sort would change (the first argsort is not stable, and ties of one node's random keys occur in about a quarter of the hub batches), and 3.4 s is the inputs' dropout, whose random stream must not change. Evaluation is not what costs: 3 epochs took 61.1 s of CPU evaluating after each epoch and 60.4 s evaluating once.
+# * GraphSAGE: 21,362 -> 19,076 s, then 3,170 s (measured at 10 of 1000 epochs, 2026-11-26 17:51 UTC). Each layer now computes only the nodes the next one reads (Hamilton et al., Alg. 2, as PyG's `trim_to_layer`: layer l of L on the nodes within L - l hops of the seeds, `fglcore.models.operators.trim_graph`), so the hidden layers, their dropout and their backward run on a few thousand rows instead of every sampled node; and the sampler draws each node's neighbours by Floyd's algorithm, as pyg-lib's CPU sampler, instead of sorting random keys over every candidate edge (`fglcore.algorithms.graph_sampling.sample_neighbours`). The seeds' logits equal the untrimmed pass's up to float rounding (`tests/test_localbias_baselines.py`); dropout draws its masks for the kept rows only, and the sampler draws other subsets for a seed, so the numbers of a run are not those of the old code (none of the `full` runs was stored). Per batch: 535 -> 85 ms. Evaluation is not what costs: it is full-batch, about 0.35 s an epoch.
 # * Centralised 1-GNN: 9,670 -> 1,282 s (it was `GraphConv` message passing against the GCN's cached sparse product; now both are sparse products).
 # * GraphSAINT: 5,577 -> 1,716 s (a one-time normalisation of about 20 s, then 1.7 s an epoch).
 # * ours-full / CAGNET: 2,523 -> 1,663 s; BNS-GCN: 1,848 -> 1,538 s; ours, ours*, Ours+1-GNN: about 980-1,100 -> 775-800 s; LLCG: 1,016 s (not re-measured).
 # * FedSAGE+: about 674 s. NeighGen takes about 124 s once; its epochs cost less than the noise between two runs, so they are priced as FedAvg's 0.55 s.
 #
-# **The learning-rate search runs on seed 0** (`search_seeds: [0]` in the `full` profile): the paper reports one number per cell and does not say how many runs its search used, so choosing the rate on one seed and then running seeds 1 and 2 at that rate keeps its protocol and cuts Products-like from 108 runs to 60. The rate is then chosen on one run's validation accuracy, not on the mean of three: a choice between two rates that validate within noise of each other can differ from the three-seed choice. `quick` and `smoke` search on every seed. GraphSAGE on Products-like is still 26.5 CPU h, for one row of a synthetic substitute; the runs are plain sweeps, so a GPU machine, when one is lent, can take them (`results.runs.csv` records the device of every run).
+# **The learning-rate search runs on seed 0** (`search_seeds: [0]` in the `full` profile): the paper reports one number per cell and does not say how many runs its search used, so choosing the rate on one seed and then running seeds 1 and 2 at that rate keeps its protocol and cuts Products-like from 108 runs to 60. The rate is then chosen on one run's validation accuracy, not on the mean of three: a choice between two rates that validate within noise of each other can differ from the three-seed choice. `quick` and `smoke` search on every seed. GraphSAGE on Products-like is now 4.4 CPU h, for one row of a synthetic substitute; the runs are plain sweeps, so a GPU machine, when one is lent, can take them (`results.runs.csv` records the device of every run).
 #
 # The other four datasets (200 epochs) take about 5 CPU h. Reddit-like accounts for 3.8 of them, mostly ours-full at 538 s a run (measured before the speed-ups). The rows priced `as gcn` (centralised 1-GNN on Cora, CiteSeer and Reddit-like) may be underestimated: the 1-GNN cost 5x the GCN on PubMed before the sparse-operator change (not re-measured) and costs 1.2x on Products-like after it. Table 3's timed runs (12 runs of 10 epochs, Gloo) are computed again at every execution, because they are not stored.
 #
