@@ -294,7 +294,9 @@ def projection(plans: Mapping[str, Sequence], seconds: Mapping[str, float], *, w
       scaled linearly by the rounds (cost linear in rounds; never from or to one round: a one-round run is a
       one-shot protocol whose cost is not per round);
     * ``as M``: the same dataset and method measured with another model ``M`` (a backbone of similar cost
-      assumed; scaled by the rounds as above);
+      assumed; scaled by the rounds as above). A model list (:data:`fglcore.models.model_lists.MODEL_LISTS`:
+      one architecture per client, and one student per architecture for DENSE and Co-Boost) is never priced
+      as a single backbone, nor a backbone as a model list;
     * ``modelled``: :func:`expected_seconds` (dataset size x method cost, fitted on the measured groups;
       ``modelled, method not measured`` when the method has no measured group, priced at the mean cost);
     * ``not priced`` (NaN) when nothing is measured.
@@ -306,6 +308,7 @@ def projection(plans: Mapping[str, Sequence], seconds: Mapping[str, float], *, w
     """
     import pandas as pd
 
+    from fglcore.models.model_lists import MODEL_LISTS
     from fglcore.results import run_id
 
     seen: set[str] = set()
@@ -329,7 +332,8 @@ def projection(plans: Mapping[str, Sequence], seconds: Mapping[str, float], *, w
         else:
             same = [(k, v) for k, v in measured.items() if k[:-1] == group_s[:-1] and _scalable(k[-1], group_s[-1])]
             other_model = [(k, v) for k, v in measured.items()
-                           if k[:2] == group_s[:2] and (k[-1] == group_s[-1] or _scalable(k[-1], group_s[-1]))]
+                           if k[:2] == group_s[:2] and (k[2] in MODEL_LISTS) == (group_s[2] in MODEL_LISTS)
+                           and (k[-1] == group_s[-1] or _scalable(k[-1], group_s[-1]))]
             if same:
                 (k, v) = min(same, key=lambda kv: abs(int(kv[0][-1]) - int(group_s[-1])))
                 value, how = v * int(group_s[-1]) / int(k[-1]), f"scaled from {k[-1]} rounds"

@@ -157,6 +157,19 @@ def test_projection_prices_another_backbone_as_the_measured_one_and_says_so():
     assert table["seconds_per_run"].tolist() == [pytest.approx(20.0)]
 
 
+def test_projection_never_prices_a_model_list_as_a_backbone_or_a_backbone_as_a_model_list():
+    from fglcore.runlog import projection
+
+    backbone, model_list = _config(algorithm="local", model="sage"), _config(algorithm="local", model="hetero",
+                                                                            num_clients=10)
+    table = projection({"a": [backbone]}, {"Cora|local|hetero|5": 90.0, "CiteSeer|local|gcn|5": 10.0})
+    assert table["priced"].iloc[0].startswith("modelled")
+    table = projection({"a": [model_list]}, {"Cora|local|gcn|5": 10.0})
+    assert table["priced"].iloc[0].startswith("modelled")
+    table = projection({"a": [backbone]}, {"Cora|local|hetero|5": 90.0, "Cora|local|gcn|5": 10.0})
+    assert table["priced"].tolist() == ["as gcn, scaled from 5 rounds"]
+
+
 def test_projection_never_scales_a_one_round_run_to_many_rounds():
     from fglcore.runlog import projection
 

@@ -95,40 +95,40 @@ print(ot.count_runs(plan["configs"]).to_string(index=False))
 # * `scaled` or `as gcn`: the same method on the same data, timed at other rounds or with the GCN backbone.
 # * `modelled`: dataset size x method cost, fitted on the measured groups (`fglcore.runlog.expected_seconds`). `method not measured` means a mean cost stands in for the method, so treat that number as a rough guess.
 #
-# `python benchmarks/full_projection.py opfgl project` prints every group. **The whole paper** (four notebooks): 1366 runs, 88.7 CPU hours (one thread), 44.4 h on 2 workers at best; 34 % of the hours priced from measured groups, so read it as an order of magnitude. Its history: 20.2 CPU h before DENSE and Co-Boost were measured; 78.6 h with them measured on Cora only and modelled elsewhere; 83.4 h once they were made cheaper (below) and measured on PubMed; 216.0 h once measured with the `hetero` list, which multiplies them; 95.9 h (2026-11-26, evening) once SGC and APPNP, two of the `hetero` teachers, propagate over the synthetic graphs' sparse operators too, and 88.7 h once Co-Boost's hardening pass stopped re-running the teachers' forward on the pooled graphs (below).
+# `python benchmarks/full_projection.py opfgl project` prints every group. **The whole paper** (four notebooks): 1366 runs, 98.5 CPU hours (one thread), 49.3 h on 2 workers at best; 56 % of the hours priced from measured groups, so read it as an order of magnitude. Its history: 20.2 CPU h before DENSE and Co-Boost were measured; 78.6 h with them measured on Cora only and modelled elsewhere; 83.4 h once they were made cheaper (below) and measured on PubMed; 216.0 h once measured with the `hetero` list, which multiplies them; 95.9 h (2026-11-26, evening) once SGC and APPNP, two of the `hetero` teachers, propagate over the synthetic graphs' sparse operators too, 88.7 h once Co-Boost's hardening pass stopped re-running the teachers' forward on the pooled graphs (below), and 98.5 h once Co-Boost `hetero` was measured on CiteSeer too (15,027 s a run, where the size model had said about 11,300 s).
 #
 #
-# **3_results**: 1083 runs, 83.8 CPU h, 41.9 h on 2 workers at best
+# **3_results**: 1083 runs, 93.6 CPU h, 46.8 h on 2 workers at best
 #
 # | method | runs | CPU h | of which measured groups |
 # |---|---:|---:|---:|
-# | coboost | 108 | 39.57 | 13.89 |
-# | dense | 108 | 23.35 | 8.18 |
-# | fedtad | 126 | 6.29 | 2.48 |
-# | fedgta | 114 | 3.15 | 0.03 |
-# | fedlog | 96 | 2.99 | 0.00 |
-# | fedpub | 78 | 2.32 | 0.05 |
-# | opfgl | 106 | 1.89 | 0.72 |
-# | fedavg_ft | 96 | 1.82 | 0.71 |
-# | fedspray | 126 | 1.44 | 0.18 |
-# | local | 108 | 0.90 | 0.01 |
-# | fedavg | 17 | 0.10 | 0.02 |
+# | coboost | 108 | 46.07 | 38.94 |
+# | dense | 108 | 25.10 | 8.18 |
+# | fedtad | 126 | 6.58 | 2.48 |
+# | fedgta | 114 | 3.34 | 0.03 |
+# | fedlog | 96 | 3.18 | 0.00 |
+# | fedpub | 78 | 2.43 | 0.05 |
+# | opfgl | 106 | 2.02 | 0.72 |
+# | fedavg_ft | 96 | 1.94 | 0.71 |
+# | fedspray | 126 | 1.68 | 0.18 |
+# | local | 108 | 1.13 | 0.01 |
+# | fedavg | 17 | 0.11 | 0.02 |
 #
 # | biggest groups (dataset, method, model, rounds) | runs | CPU s/run | CPU h | priced |
 # |---|---:|---:|---:|---|
-# | CiteSeer, coboost, hetero, 1 | 6 | 11344 | 18.91 | modelled |
+# | CiteSeer, coboost, hetero, 1 | 6 | 15027 | 25.05 | measured |
+# | CiteSeer, dense, hetero, 1 | 6 | 7712 | 12.85 | modelled |
 # | Cora, coboost, hetero, 1 | 6 | 6852 | 11.42 | measured |
-# | CiteSeer, dense, hetero, 1 | 6 | 6811 | 11.35 | modelled |
 # | Cora, dense, hetero, 1 | 6 | 4114 | 6.86 | measured |
 # | PubMed, fedtad, gcn, 100 | 6 | 1424 | 2.37 | measured |
 # | Cora, coboost, gcn, 1 | 12 | 483 | 1.61 | measured |
-# | CiteSeer, coboost, gcn, 1 | 12 | 357 | 1.19 | modelled |
+# | CiteSeer, coboost, gcn, 1 | 12 | 401 | 1.34 | modelled |
 # | PubMed, coboost, gcn, 1 | 12 | 258 | 0.86 | measured |
 #
 # **What these numbers leave out or guess:**
 #
 # * **DENSE and Co-Boost.** Every teacher and the student now propagate over sparse operators built once per synthetic graph (`fglcore.algorithms.ensemble_distillation.synthetic_graph`), bit-identical numbers. Measured, with the local epochs chosen on the teachers (one distillation per run): on Cora DENSE 341 -> 234 s and Co-Boost 673 -> 483 s of CPU a run; on PubMed (full runs) DENSE 163 s and Co-Boost 258 s, where the size model had guessed 1,921 s and 3,796 s. The synthetic graphs have the same size whatever the dataset, so the cost follows the feature width (Cora 1,433, PubMed 500) more than the graph; the `modelled` rows of CiteSeer (3,703 features), CS and Physics are probably too low. The heterogeneous runs are the next item.
-# * **The heterogeneous DENSE and Co-Boost runs dominate.** With the `hetero` list every client architecture has its own student, so one run distils nine students. Measured on Cora with the distillation truncated and extrapolated (`--distill`): DENSE 10,451 s a run (20 of 200 rounds; the same truncation overestimated the plain DENSE run by 16 %), Co-Boost 28,546 s (10 of 200 rounds; its hardening pass goes over the whole pool of synthetic graphs every round, so that part grows with the square of the rounds and was scaled x365 from 68 s: the least certain number here). A profile showed PyG's `SGConv` and `APPNP` (three SGC teachers and one APPNP teacher) gathering and scattering the 1,433-wide features edge by edge, forward and backward. They now propagate over the same sparse operators as the GCNs (`fglcore.models.operators.apply_conv`; PyG's numbers bit for bit, `tests/test_fast_graph.py` and `tests/test_hetero_distillation.py`), and, measured again the same way: DENSE 4,114 s a run (synthesis 325 s for 20 rounds), Co-Boost 8,381 s (the pooled part 17.7 s for 10 rounds, scaled x365). Co-Boost's hardening pass (ODS) then kept each pooled graph's teacher forward with its autograd graph, since neither the features nor the teachers change while a graph is pooled: each round runs only the backward pass for the gradient and one forward on the perturbed features (`CoBoostServer.hard_pool`; the gradient equals the one through a forward over the whole pool, `tests/test_coboost.py`). Co-Boost then measured 6,852 s a run (the pooled part 13.3 s for 10 rounds), at 0.76 GB peak memory for the truncated run. CiteSeer's are `modelled` from them.
+# * **The heterogeneous DENSE and Co-Boost runs dominate.** With the `hetero` list every client architecture has its own student, so one run distils nine students. Measured on Cora with the distillation truncated and extrapolated (`--distill`): DENSE 10,451 s a run (20 of 200 rounds; the same truncation overestimated the plain DENSE run by 16 %), Co-Boost 28,546 s (10 of 200 rounds; its hardening pass goes over the whole pool of synthetic graphs every round, so that part grows with the square of the rounds and was scaled x365 from 68 s: the least certain number here). A profile showed PyG's `SGConv` and `APPNP` (three SGC teachers and one APPNP teacher) gathering and scattering the 1,433-wide features edge by edge, forward and backward. They now propagate over the same sparse operators as the GCNs (`fglcore.models.operators.apply_conv`; PyG's numbers bit for bit, `tests/test_fast_graph.py` and `tests/test_hetero_distillation.py`), and, measured again the same way: DENSE 4,114 s a run (synthesis 325 s for 20 rounds), Co-Boost 8,381 s (the pooled part 17.7 s for 10 rounds, scaled x365). Co-Boost's hardening pass (ODS) then kept each pooled graph's teacher forward with its autograd graph, since neither the features nor the teachers change while a graph is pooled: each round runs only the backward pass for the gradient and one forward on the perturbed features (`CoBoostServer.hard_pool`; the gradient equals the one through a forward over the whole pool, `tests/test_coboost.py`). Co-Boost then measured 6,852 s a run on Cora (the pooled part 13.3 s for 10 rounds; 0.76 GB peak memory for the truncated run) and 15,027 s on CiteSeer (3,703 features: synthesis 198 s and the pooled part 30.1 s for 10 rounds; 1.19 GB). DENSE on CiteSeer is `modelled`. A model list is never priced `as` a single backbone or the reverse (`fglcore.runlog.projection`): one `hetero` run distils nine students.
 # * **Not measured at all:** FedLoG and the one-round FedPUB, FedGTA and FedTAD, priced at a mean cost (`method not measured`). O-pFGL on CS, Computers and Physics is `modelled`.
 # * **Physics fits now.** O-pFGL's Physics run (34,493 nodes x 8,415 features) used to be killed by the out-of-memory killer at 8.6 GB resident. Almost all of that was one step, the one-hop propagation of the features: it gathered edges x features at once, about 15 GB on the largest Louvain+ client. The step now propagates in chunks, only for the rows the statistics use, and computes the float64 statistics in column blocks. The numbers are bit-identical on Cora, CiteSeer and CS. A whole Physics run now peaks at 3.0 GB (Louvain+) and 3.1 GB (Metis+), of which 2.6-2.7 GB is the loaded dataset (`python benchmarks/opfgl_memory.py --dataset Physics` prints the peak per phase).
 # * **The biggest measured items** after the heterogeneous DENSE and Co-Boost runs are FedTAD at 100 rounds on PubMed (1,424 s a run, 22x its Cora run) and the one-round FedAvg + fine-tuning on PubMed (205 s a run, 21x Cora). O-pFGL itself costs about 60-77 s a run on Cora, CiteSeer, PubMed and Photo. Its condensation is cheap (1.2-3.5 s per 300 iterations, so 12-35 s of the run); Stages 1-2 take the rest.

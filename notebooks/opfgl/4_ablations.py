@@ -86,15 +86,15 @@ print({table: len(configs) for table, configs in plan["configs"].items()})
 # * `scaled` or `as gcn`: the same method on the same data, timed at other rounds or with the GCN backbone.
 # * `modelled`: dataset size x method cost, fitted on the measured groups (`fglcore.runlog.expected_seconds`). `method not measured` means a mean cost stands in for the method, so treat that number as a rough guess.
 #
-# `python benchmarks/full_projection.py opfgl project` prints every group. **The whole paper** (four notebooks): 1366 runs, 88.7 CPU hours (one thread), 44.4 h on 2 workers at best; 34 % of the hours priced from measured groups (`3_results` holds 83.8 of them, nearly all DENSE and Co-Boost with the heterogeneous model list: see its projection).
+# `python benchmarks/full_projection.py opfgl project` prints every group. **The whole paper** (four notebooks): 1366 runs, 98.5 CPU hours (one thread), 49.3 h on 2 workers at best; 56 % of the hours priced from measured groups (`3_results` holds 93.6 of them, nearly all DENSE and Co-Boost with the heterogeneous model list: see its projection).
 #
 #
-# **4_ablations**: 270 runs, 4.6 CPU h, 2.3 h on 2 workers at best
+# **4_ablations**: 270 runs, 4.7 CPU h, 2.3 h on 2 workers at best
 #
 # | method | runs | CPU h | of which measured groups |
 # |---|---:|---:|---:|
 # | opfgl | 198 | 3.41 | 3.41 |
-# | renode | 18 | 0.64 | 0.00 |
+# | renode | 18 | 0.66 | 0.00 |
 # | fedavg_ft | 18 | 0.44 | 0.36 |
 # | fedspray | 18 | 0.12 | 0.02 |
 # | local | 18 | 0.04 | 0.01 |
@@ -105,12 +105,12 @@ print({table: len(configs) for table, configs in plan["configs"].items()})
 # | Cora, opfgl, gcn, 1 | 75 | 58 | 1.21 | measured |
 # | PubMed, opfgl, gcn, 1 | 48 | 67 | 0.89 | measured |
 # | PubMed, fedavg_ft, gcn, 1 | 6 | 205 | 0.34 | measured |
-# | PubMed, renode, gcn, 1 | 6 | 190 | 0.32 | modelled, method not measured |
-# | CiteSeer, renode, gcn, 1 | 6 | 117 | 0.20 | modelled, method not measured |
-# | Cora, renode, gcn, 1 | 6 | 71 | 0.12 | modelled, method not measured |
-# | CiteSeer, fedavg_ft, gcn, 1 | 6 | 45 | 0.08 | modelled |
+# | PubMed, renode, gcn, 1 | 6 | 189 | 0.32 | modelled, method not measured |
+# | CiteSeer, renode, gcn, 1 | 6 | 130 | 0.22 | modelled, method not measured |
+# | Cora, renode, gcn, 1 | 6 | 70 | 0.12 | modelled, method not measured |
+# | CiteSeer, fedavg_ft, gcn, 1 | 6 | 51 | 0.08 | modelled |
 #
-# The ablations are nearly all O-pFGL runs (198 of 270). At 58-67 s of CPU each on Cora, CiteSeer and PubMed (measured; condensation scaled from 300 iterations), they make a predictable 3.4 of its 4.6 CPU h.
+# The ablations are nearly all O-pFGL runs (198 of 270). At 58-67 s of CPU each on Cora, CiteSeer and PubMed (measured; condensation scaled from 300 iterations), they make a predictable 3.4 of its 4.7 CPU h.
 #
 
 # %%
