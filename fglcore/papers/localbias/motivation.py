@@ -178,10 +178,11 @@ def plan(datasets: Sequence[str], edge_clients: Sequence[int], bias_datasets: Se
         run_rows, missing = split_rows(methods)
     ready = available(bias_datasets)
     runs = []
-    with experiment.parameters_named({"seed": "seeds", "num_clients": "bias_clients", "dataset": "bias_datasets",
-                                      "partition": "partitions"}):
-        for dataset in ready:
-            for partition in partitions:
+    for dataset in ready:
+        for partition in partitions:
+            clients = "bias_clients" if partition == "normal" else "noniid_clients"  # the parameter K came from
+            with experiment.parameters_named({"seed": "seeds", "num_clients": clients, "dataset": "bias_datasets",
+                                              "partition": "partitions"}):
                 for k in (bias_clients if partition == "normal" else [noniid_clients]):
                     for seed in seeds:
                         for row_id in run_rows:
