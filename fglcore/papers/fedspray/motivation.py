@@ -477,7 +477,8 @@ def plan(table1_dataset: str, louvain_datasets: Sequence[str], num_clients: int,
                 partition_seed=louvain_seed, algorithm="fedavg", hidden=64, num_layers=2, dropout=0.0,
                 weight_decay=0.0, lr=lr, rounds=rounds, local_epochs=local_epochs, selection_metric="val_loss",
                 metric_aggregation="micro", progress=False)
-    with experiment.parameters_named({"dataset": "fig2_datasets", "model": "models", "seed": "seeds"}):
+    with experiment.parameters_named({"dataset": "fig2_datasets", "model": "models", "seed": "seeds",
+                                      "stand_in_clients": "num_clients"}):
         # The paper's datasets (PubMed) keep their official partition files; others take the Louvain recipe.
         fig2 = [config for name in fig2_datasets
                 for config in experiment.grid({**base, **dataset_setup(name, num_clients)}, model=models, seed=seeds)]
