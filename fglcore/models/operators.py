@@ -426,28 +426,25 @@ def kinds_needed(models: Iterable[nn.Module]) -> frozenset[str]:
 
 
 class _CachedProduct(torch.autograd.Function):
-    """``matrix @ x`` by :func:`spmm`, gradient ``transpose @ grad`` by :func:`spmm` (no gradient for the matrix);
-    ``pair`` = ``[matrix, transpose or None]``, the transpose built at the first backward pass and kept."""
+    """``matrix @ x`` by :func:`spmm`, gradient ``transpose @ grad`` by :func:`spmm` (no gradient for the matrix),
+    the transpose built at the first backward pass and kept (:meth:`SparseOperator.transposed`)."""
 
     @staticmethod
-    def forward(ctx, x: Tensor, pair: list) -> Tensor:
-        ctx.pair = pair
-        return spmm(pair[0], x.contiguous())
+    def forward(ctx, x: Tensor, operator: "SparseOperator") -> Tensor:
+        ctx.operator = operator
+        return spmm(operator.matrix, x.contiguous())
 
     @staticmethod
     def backward(ctx, grad: Tensor):
         if not ctx.needs_input_grad[0]:
             return None, None
-        pair = ctx.pair
-        if pair[1] is None:
-            pair[1] = csr_transpose(pair[0])
-        return spmm(pair[1], grad.contiguous()), None
+        return spmm(ctx.operator.transposed(), grad.contiguous()), None
 
 
 _CSR_OF_COO: "torch.utils.weak.WeakIdKeyDictionary | None" = None
 COO_PRODUCT_MIN_NNZ = 10_000
 """Below this many entries :func:`coo_product` is ``torch.sparse.mm`` itself (the same numbers): building the CSR
-pair costs more than it saves on a small matrix used for one epoch (Cora's sampled local-bias plans)."""
+matrix costs more than it saves on a small matrix used for one epoch (Cora's sampled local-bias plans)."""
 
 
 def coo_product(matrix: Tensor, x: Tensor) -> Tensor:
@@ -469,19 +466,19 @@ def coo_product(matrix: Tensor, x: Tensor) -> Tensor:
         from torch.utils.weak import WeakIdKeyDictionary
 
         _CSR_OF_COO = WeakIdKeyDictionary()
-    pair = _CSR_OF_COO.get(matrix)
-    if pair is None:
+    operator = _CSR_OF_COO.get(matrix)
+    if operator is None:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
-            pair = [matrix.to_sparse_csr(), None]
-        _CSR_OF_COO[matrix] = pair
-    return csr_product(pair, x)
+            operator = SparseOperator(matrix.to_sparse_csr())
+        _CSR_OF_COO[matrix] = operator
+    return csr_product(operator, x)
 
 
-def csr_product(pair: list, x: Tensor) -> Tensor:
-    """``pair[0] @ x`` for a constant CSR matrix ``pair[0]`` by :func:`spmm`, with the gradient ``pair[1] @ grad``;
-    ``pair[1]``, the transpose (:func:`csr_transpose`), is built at the first backward pass and kept in ``pair``
-    for the next products with the same matrix. Values and gradients are ``torch.sparse.mm``'s bit for bit
-    (``tests/test_fast_graph.py``, ``tests/test_fedstar_node.py``), without PyTorch's rebuilding of the
-    transpose at every backward pass."""
-    return _CachedProduct.apply(x, pair)
+def csr_product(operator: "SparseOperator", x: Tensor) -> Tensor:
+    """``operator.matrix @ x`` for a constant CSR matrix by :func:`spmm`, with the gradient ``transpose @ grad``;
+    the transpose (:meth:`SparseOperator.transposed`) is built at the first backward pass and kept in
+    ``operator`` for the next products with the same matrix. Values and gradients are ``torch.sparse.mm``'s bit
+    for bit (``tests/test_fast_graph.py``, ``tests/test_fedstar_node.py``), without PyTorch's rebuilding of the
+    transpose at every backward pass (:meth:`SparseOperator.propagate` is the same with PyG's rounding)."""
+    return _CachedProduct.apply(x, operator)

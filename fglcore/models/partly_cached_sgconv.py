@@ -10,7 +10,7 @@ from torch_geometric.nn import SGConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import to_torch_csr_tensor
 
-from fglcore.models.operators import csr_product
+from fglcore.models.operators import SparseOperator, csr_product
 
 
 class PartlyCachedSGConv(SGConv):
@@ -44,7 +44,7 @@ class PartlyCachedSGConv(SGConv):
             raise ValueError(f"fixed_channels: must be in [1, {in_channels - 1}], got {fixed_channels}")
         self.fixed_channels = fixed_channels
         self._cached_adjacency: Tensor | None = None
-        self._cached_product: list | None = None  # [adjacency, its transpose once built]: operators.csr_product
+        self._cached_product: SparseOperator | None = None  # the adjacency, its transpose once built
         self._cached_fixed: Tensor | None = None
 
     def reset_parameters(self) -> None:
@@ -61,9 +61,9 @@ class PartlyCachedSGConv(SGConv):
             for _ in range(self.K):
                 x = torch.sparse.mm(self._cached_adjacency, x)
             return x
-        # __dict__.get: a layer pickled before the product was kept has no such attribute
-        if self.__dict__.get("_cached_product") is None:
-            self._cached_product = [self._cached_adjacency, None]
+        # __dict__.get: a layer pickled before the product was kept has none (or, older, a [matrix, transpose] list)
+        if not isinstance(self.__dict__.get("_cached_product"), SparseOperator):
+            self._cached_product = SparseOperator(self._cached_adjacency)
         for _ in range(self.K):
             x = csr_product(self._cached_product, x)
         return x
