@@ -127,8 +127,7 @@ class CoBoostServer(DistillationServer):
                 best_cost, best = float(loss.detach()), (x.detach(), edge_index, graph)
         student.requires_grad_(True)
         x, edge_index, graph = best
-        pooled = SyntheticGraph(x, edge_index, c, torch.empty(0), graph)
-        pooled.teacher_logits = pooled.kept_teacher_forward(teachers)[1].detach()  # kept for the ODS (Step 3)
+        pooled = SyntheticGraph.with_kept_forward(x, edge_index, c, graph, teachers)  # the forward kept for Step 3
         bn.take()
         return pooled
 

@@ -210,6 +210,15 @@ class SyntheticGraph:
         self.graph = edge_index if graph is None else graph
         self._kept: tuple[Tensor, Tensor] | None = None
 
+    @classmethod
+    def with_kept_forward(cls, x: Tensor, edge_index: Tensor, y: Tensor, graph: Tensor | GraphOperators,
+                          teachers: Sequence[nn.Module]) -> "SyntheticGraph":
+        """A pooled graph whose teacher logits are those of its kept forward (:meth:`kept_teacher_forward`),
+        computed now: Co-Boost's ODS later asks that forward for gradients in ``x``."""
+        pooled = cls(x, edge_index, y, torch.empty(0), graph)
+        pooled.teacher_logits = pooled.kept_teacher_forward(teachers)[1].detach()
+        return pooled
+
     def kept_teacher_forward(self, teachers: Sequence[nn.Module]) -> tuple[Tensor, Tensor]:
         """``(leaf, logits)``: a copy of ``x`` that requires a gradient and the teachers' stacked logits on it,
         their autograd graph kept with this pooled graph for later gradients in ``x`` (``retain_graph=True``).
