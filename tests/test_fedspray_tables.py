@@ -295,40 +295,42 @@ def test_reading_steps_measure_each_setting_against_its_reading():
     assert steps.loc["code-kd_nodes", "against"] == "code" and steps.loc["code-kd_nodes", "accuracy_change"] == -3.0
 
 
-def test_code_rounds_rerun_table2_rows_with_the_codes_rounds_only():
+def test_longer_runs_rerun_table2_rows_with_more_rounds_only():
     from fglcore.results import run_id
 
-    configs = ft.code_rounds_configs(["Cora"], ["sgc"], seeds=[0], stand_in_clients=3)
-    assert ft.CODE_ROUNDS == 500 and {c.rounds for c in configs} == {500} and {c.table for c in configs} == {"rounds"}
+    configs = ft.longer_runs_configs(["Cora"], ["sgc"], seeds=[0], stand_in_clients=3)
+    assert ft.CODE_ROUNDS == 500 and {c.rounds for c in configs} == {500} and {c.table for c in configs} == {"rounds=500"}
     assert [(c.algorithm, c.setting) for c in configs] == [("local", ""), ("fedavg", ""), ("fedspray", ""),
                                                            ("fedspray", "code")]
     table2 = ft.table2_configs(["Cora"], ["sgc"], ft.ROUNDS_METHODS, [0], rounds=500, stand_in_clients=3)
     assert [run_id(c) for c in configs] == [run_id(c) for c in table2]  # only the rounds differ from Table 2's
-    plan = ft.results_plan(["Cora"], 3, ["gcn"], ["local", "fedspray"], [""], 3, [0], code_rounds=6,
-                           code_rounds_datasets=["Cora"], code_rounds_models=["gcn"])
-    assert [(c.algorithm, c.rounds, c.model) for c in plan["code_rounds"]] == [("local", 6, "gcn"), ("fedspray", 6, "gcn")]
-    with pytest.raises(ConfigError, match="parameter 'code_rounds'"):
-        ft.results_plan(["Cora"], 3, ["gcn"], ["local"], [""], 3, [0], code_rounds=0, code_rounds_datasets=["Cora"],
-                        code_rounds_models=["gcn"])
+    plan = ft.results_plan(["Cora"], 3, ["gcn"], ["local", "fedspray"], [""], 3, [0], longer_rounds=[6, 9],
+                           longer_datasets=["Cora"], longer_models=["gcn"])
+    assert [(c.table, c.algorithm, c.rounds) for c in plan["longer"]] == [
+        ("rounds=6", "local", 6), ("rounds=6", "fedspray", 6), ("rounds=9", "local", 9), ("rounds=9", "fedspray", 9)]
+    with pytest.raises(ConfigError, match="parameter 'longer_rounds'"):
+        ft.results_plan(["Cora"], 3, ["gcn"], ["local"], [""], 3, [0], longer_rounds=[0], longer_datasets=["Cora"])
 
 
 def test_rounds_effect_sets_longer_runs_beside_table2_and_the_paper():
     rows = [{"table": t, "dataset": "D", "model": "sgc", "method": m, "setting": st, "metric": metric, "seed": seed,
              "value": v, "selected_round": r}
             for t, m, st, seed, r, acc, mino in [("2", "fedavg", "", 0, 300, 76.0, 50.0), ("2", "fedavg", "", 1, 300, 78.0, 52.0),
-                                                  ("rounds", "fedavg", "", 0, 420, 81.0, 55.0),
-                                                  ("rounds", "fedavg", "", 1, 500, 83.0, 57.0),
+                                                  ("rounds=500", "fedavg", "", 0, 420, 81.0, 55.0),
+                                                  ("rounds=500", "fedavg", "", 1, 500, 83.0, 57.0),
+                                                  ("rounds=1000", "fedavg", "", 0, 900, 84.0, 58.0),
                                                   ("2", "local", "", 0, 300, 86.0, 40.0)]
             for metric, v in (("accuracy", acc), ("minority_accuracy", mino))]
     paper = pd.DataFrame([{"dataset": "D", "model": "sgc", "method": "fedavg", "setting": "", "metric": metric,
                            "mean": v} for metric, v in (("accuracy", 82.0), ("minority_accuracy", 56.0))])
-    effect = ft.rounds_effect(pd.DataFrame(rows), 300, 500, paper)
-    assert effect["label"].tolist() == ["fedavg"] * 3  # local did not run longer: left out
-    assert effect["rounds"].tolist() == ["300", "500", "paper"]
-    assert effect["accuracy"].tolist() == [77.0, 82.0, 82.0]
-    assert effect["minority_accuracy"].tolist() == [51.0, 56.0, 56.0]
-    assert effect["selected_round"].tolist()[:2] == [300.0, 460.0] and effect["seeds"].tolist() == [2, 2, pd.NA]
-    assert ft.rounds_effect(pd.DataFrame(rows).query("table == '2'"), 300, 500).empty
+    effect = ft.rounds_effect(pd.DataFrame(rows), 300, paper)
+    assert effect["label"].tolist() == ["fedavg"] * 4  # local did not run longer: left out
+    assert effect["rounds"].tolist() == ["300", "500", "1000", "paper"]  # by number of rounds, not as text
+    assert effect["accuracy"].tolist() == [77.0, 82.0, 84.0, 82.0]
+    assert effect["minority_accuracy"].tolist() == [51.0, 56.0, 58.0, 56.0]
+    assert effect["selected_round"].tolist()[:3] == [300.0, 460.0, 900.0]
+    assert effect["seeds"].tolist() == [2, 2, 1, pd.NA]
+    assert ft.rounds_effect(pd.DataFrame(rows).query("table == '2'"), 300).empty
 
 
 def test_majority_node_accuracy_inverts_pooled_accuracy():

@@ -110,7 +110,7 @@ LOCAL_EPOCHS = [3, 5, 10]
 """Table 5's local epochs."""
 
 ROUNDS_METHODS = ["local", "fedavg", "fedspray"]
-"""The rows :func:`code_rounds_configs` runs again at the official code's rounds by default: FedSpray and the two
+"""The rows :func:`longer_runs_configs` runs again at the official code's rounds by default: FedSpray and the two
 baselines of its minority-node argument."""
 CODE_ROUNDS = 500
 """The official code's number of rounds (``main.py``: ``server.train(rounds=500)``; the paper, §5.1: 300)."""
@@ -324,34 +324,36 @@ def reading_steps_configs(datasets: Iterable[str], models: Iterable[str] = ("gcn
     return _configs("readings", datasets, list(models), runs, list(seeds), overrides)
 
 
-def code_rounds_configs(datasets: Iterable[str], models: Iterable[str], methods: Iterable[str] = ROUNDS_METHODS,
-                        seeds: Iterable[int] = SEEDS, variants: Iterable[str] = ("", "code"),
-                        rounds: int = CODE_ROUNDS, **overrides: Any) -> list[ExperimentConfig]:
-    """Table 2's runs of ``methods`` again with ``rounds`` rounds (default :data:`CODE_ROUNDS`, the official
-    code's), everything else equal: table ``"rounds"`` (not a paper table).
+def longer_runs_configs(datasets: Iterable[str], models: Iterable[str], rounds: Iterable[int] = (CODE_ROUNDS,),
+                        methods: Iterable[str] = ROUNDS_METHODS, seeds: Iterable[int] = SEEDS,
+                        variants: Iterable[str] = ("", "code"), **overrides: Any) -> list[ExperimentConfig]:
+    """Table 2's runs of ``methods`` again with each number of ``rounds`` (default :data:`CODE_ROUNDS`, the
+    official code's), everything else equal: table ``"rounds=<R>"`` (not a paper table).
 
-    A run that is read at its last round (the lowest pooled validation loss still falling) has not converged;
-    these runs show what the paper's numbers would be if they came from the code's longer runs.
+    A run read at its last round (its pooled validation loss still falling) has not converged; these runs
+    show how such a cell moves with the length of training, and what it would be with the code's rounds.
     """
     runs = [run for m in methods for run in method_runs(m, variants)]
-    return _configs("rounds", datasets, list(models), runs, list(seeds), {**overrides, "rounds": rounds})
+    return [config for r in rounds
+            for config in _configs(f"rounds={r}", datasets, list(models), runs, list(seeds), {**overrides, "rounds": r})]
 
 
-def rounds_effect(results: pd.DataFrame, rounds: int, longer: int, paper: pd.DataFrame | None = None,
+def rounds_effect(results: pd.DataFrame, rounds: int, paper: pd.DataFrame | None = None,
                   metrics: Sequence[str] = METRICS) -> pd.DataFrame:
-    """The cells run both ways: Table 2's rows (table ``"2"``, ``rounds`` rounds) next to the same cells run
-    longer (table ``"rounds"``, ``longer`` rounds; :func:`code_rounds_configs`). One row per dataset, backbone,
-    method and number of rounds: the mean over seeds of each metric, the mean selected round and the number of
-    seeds; ``paper`` (:func:`~fglcore.compare.paper_entries` of Table 2) adds the paper's numbers, ``rounds``
-    ``"paper"``."""
+    """The cells that also ran longer (:func:`longer_runs_configs`, tables ``"rounds=<R>"``) next to Table 2's
+    (table ``"2"``, ``rounds`` rounds): one row per dataset, backbone, method and number of rounds, with the
+    mean over seeds of each metric, the mean selected round and the number of seeds; ``paper``
+    (:func:`~fglcore.compare.paper_entries` of Table 2) adds the paper's numbers, ``rounds`` ``"paper"``."""
     keys = ["dataset", "model", "label"]
-    rows = results[results["table"].isin(["2", "rounds"]) & results["metric"].isin(metrics)].copy()
-    rows["label"] = [method_label(m, s) for m, s in zip(rows["method"], rows["setting"].fillna(""))]
-    rows = rows.merge(rows.loc[rows["table"] == "rounds", keys].drop_duplicates(), on=keys)
     columns = [*keys, "rounds", *metrics, "selected_round", "seeds"]
+    rows = results[results["metric"].isin(metrics)].copy()
+    rows["rounds"] = rows["table"].map(lambda t: str(rounds) if t == "2" else t.removeprefix("rounds=")
+                                       if t.startswith("rounds=") else None)
+    rows = rows.dropna(subset=["rounds"])
+    rows["label"] = [method_label(m, s) for m, s in zip(rows["method"], rows["setting"].fillna(""))]
+    rows = rows.merge(rows.loc[rows["table"] != "2", keys].drop_duplicates(), on=keys)
     if rows.empty:
         return pd.DataFrame(columns=columns)
-    rows["rounds"] = rows["table"].map({"2": str(rounds), "rounds": str(longer)})
     out = rows.pivot_table(index=[*keys, "rounds"], columns="metric", values="value", aggfunc="mean")
     runs = rows.drop_duplicates([*keys, "rounds", "seed"]).groupby([*keys, "rounds"])
     out["selected_round"] = runs["selected_round"].mean()
@@ -363,7 +365,7 @@ def rounds_effect(results: pd.DataFrame, rounds: int, longer: int, paper: pd.Dat
         reported = reported.pivot_table(index=keys, columns="metric", values="mean").reset_index()
         frames.append(reported.merge(frames[0][keys].drop_duplicates(), on=keys).assign(rounds="paper"))
     out = pd.concat(frames, ignore_index=True)
-    order = out["rounds"].map({str(rounds): 0, str(longer): 1, "paper": 2})
+    order = out["rounds"].map(lambda r: float("inf") if r == "paper" else int(r))
     out = out.assign(order=order, seeds=out["seeds"].astype("Int64"))  # the paper's rows have none
     out = out.sort_values([*keys, "order"], kind="stable", ignore_index=True)
     return out[columns]
@@ -395,14 +397,14 @@ def reading_steps(results: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd
 
 def results_plan(datasets: Sequence[str], stand_in_clients: int, models: Sequence[str], methods: Sequence[str],
                  variants: Sequence[str], rounds: int, seeds: Sequence[int],
-                 reading_datasets: Sequence[str] = (), code_rounds: int = CODE_ROUNDS,
-                 code_rounds_datasets: Sequence[str] = (), code_rounds_models: Sequence[str] = ()) -> dict[str, Any]:
-    """What ``notebooks/fedspray/3_results`` runs: ``{"ready", "table2", "readings", "code_rounds"}``, the
+                 reading_datasets: Sequence[str] = (), longer_rounds: Sequence[int] = (CODE_ROUNDS,),
+                 longer_datasets: Sequence[str] = (), longer_models: Sequence[str] = ("sgc",)) -> dict[str, Any]:
+    """What ``notebooks/fedspray/3_results`` runs: ``{"ready", "table2", "readings", "longer"}``, the
     datasets of ``datasets`` available here (a missing one is skipped, as the notebook says), Table 2's configs
     on them, the one-option-at-a-time comparison of FedSpray's readings (:func:`reading_steps_configs`, GCN) on
-    the available ``reading_datasets``, and Table 2's :data:`ROUNDS_METHODS` among ``methods`` again with
-    ``code_rounds`` rounds (:func:`code_rounds_configs`) on the available ``code_rounds_datasets`` with
-    ``code_rounds_models``.
+    the available ``reading_datasets``, and Table 2's :data:`ROUNDS_METHODS` among ``methods`` again with each
+    of ``longer_rounds`` (:func:`longer_runs_configs`) on the available ``longer_datasets`` with
+    ``longer_models``.
 
     The notebook calls it, and ``fgl run`` before the kernel starts; a :class:`ConfigError` names the
     parameter.
@@ -412,12 +414,12 @@ def results_plan(datasets: Sequence[str], stand_in_clients: int, models: Sequenc
     from fglcore.data.datasets import available
 
     experiment.check_lists(datasets=datasets, models=models, methods=methods, variants=variants, seeds=seeds,
-                           code_rounds_models=code_rounds_models)
+                           longer_rounds=longer_rounds, longer_models=longer_models)
     experiment.check_datasets("datasets", datasets, "node")
     experiment.check_datasets("reading_datasets", reading_datasets, "node")
-    experiment.check_datasets("code_rounds_datasets", code_rounds_datasets, "node")
+    experiment.check_datasets("longer_datasets", longer_datasets, "node")
     POSITIVE.check("parameter 'stand_in_clients'", stand_in_clients)
-    POSITIVE.check("parameter 'code_rounds'", code_rounds)
+    POSITIVE.check("parameter 'longer_rounds'", list(longer_rounds))
     ready = available(datasets)
     if not ready:
         raise ConfigError(f"parameter 'datasets': none of {', '.join(map(str, datasets))} is available here "
@@ -431,13 +433,13 @@ def results_plan(datasets: Sequence[str], stand_in_clients: int, models: Sequenc
                                       "dataset": "reading_datasets"}):
         readings = reading_steps_configs(available(reading_datasets), seeds=seeds, rounds=rounds,
                                          stand_in_clients=stand_in_clients)
-    with experiment.parameters_named({"num_clients": "stand_in_clients", "model": "code_rounds_models",
-                                      "algorithm": "methods", "seed": "seeds", "rounds": "code_rounds",
-                                      "dataset": "code_rounds_datasets"}):
-        longer = code_rounds_configs(available(code_rounds_datasets), code_rounds_models,
+    with experiment.parameters_named({"num_clients": "stand_in_clients", "model": "longer_models",
+                                      "algorithm": "methods", "seed": "seeds", "rounds": "longer_rounds",
+                                      "dataset": "longer_datasets"}):
+        longer = longer_runs_configs(available(longer_datasets), longer_models, longer_rounds,
                                      [m for m in ROUNDS_METHODS if m in methods], seeds, variants,
-                                     rounds=code_rounds, stand_in_clients=stand_in_clients)
-    return {"ready": ready, "table2": table2, "readings": readings, "code_rounds": longer}
+                                     stand_in_clients=stand_in_clients)
+    return {"ready": ready, "table2": table2, "readings": readings, "longer": longer}
 
 
 def ablations_plan(datasets: Sequence[str], stand_in_clients: int, variants: Sequence[str], rounds: int,
