@@ -141,7 +141,10 @@ show_claims(t3_results, "3")
 # by pixel analysis to about ±0.5 (digest §6.2); `paper.yaml` holds them as
 # table `fig4`, so a run with `lambda1_models` including `gcn` or `sgc` (the
 # full profile) is compared with them below. They coincide with Table 2 at
-# $\lambda_1 = 1$, the official code's default.
+# $\lambda_1 = 1$, the official code's default. SGC on PubMed has not
+# converged at 300 rounds (`3_results` §7: every run is read at its last
+# round, and its cells move with the length of training), so its curve
+# here carries the same under-training as its Table 2 cells.
 
 # %%
 l1 = plan["lambda1"]
