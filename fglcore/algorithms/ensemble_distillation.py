@@ -215,8 +215,11 @@ class SyntheticGraph:
                           teachers: Sequence[nn.Module]) -> "SyntheticGraph":
         """A pooled graph whose teacher logits are those of its kept forward (:meth:`kept_teacher_forward`),
         computed now: Co-Boost's ODS later asks that forward for gradients in ``x``."""
-        pooled = cls(x, edge_index, y, torch.empty(0), graph)
-        pooled.teacher_logits = pooled.kept_teacher_forward(teachers)[1].detach()
+        graph = edge_index if graph is None else graph
+        leaf = x.detach().requires_grad_(True)
+        forward = teacher_logits(teachers, leaf, graph)
+        pooled = cls(x, edge_index, y, forward.detach(), graph)
+        pooled._kept = (leaf, forward)
         return pooled
 
     def kept_teacher_forward(self, teachers: Sequence[nn.Module]) -> tuple[Tensor, Tensor]:
