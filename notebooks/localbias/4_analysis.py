@@ -75,7 +75,7 @@ print(f"profile {profile}: results go to {paths.display_path(out)}")
 # * `scaled`: the same group timed at other epochs;
 # * `modelled`: dataset size x method cost, fitted on the measured groups (`fglcore.runlog.expected_seconds`).
 #
-# `python benchmarks/full_projection.py localbias project` prints every group. **The whole paper** (four notebooks): 551 runs, 51.9 CPU hours (one thread), 26.0 h on 2 workers at best; 94 % of the hours priced from measured groups (the learning rate searched on seed 0, `search_seeds: [0]`; Products-like re-measured after its sparse-operator speed-ups, see `3_results`).
+# `python benchmarks/full_projection.py localbias project` prints every group. **The whole paper** (four notebooks): 551 runs, 29.8 CPU hours (one thread), 14.9 h on 2 workers at best; 89 % of the hours priced from measured groups (the learning rate searched on seed 0, `search_seeds: [0]`; Products-like re-measured after its speed-ups, GraphSAGE's trimmed mini-batches last, see `3_results`).
 #
 #
 # **4_analysis**: 12 runs, 0.2 CPU h, 0.1 h on 2 workers at best
