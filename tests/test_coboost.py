@@ -3,13 +3,9 @@ perturbation, distillation, the one-shot ledger, determinism, options. The piece
 kNN graph, BN statistics) are tested in test_dense.py."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 import torch
 import torch.nn.functional as F
-from torch_geometric.data import Data
-from torch_geometric.utils import to_undirected
 
 from fglcore.algorithms import ALGORITHMS
 from fglcore.algorithms.coboost import CoBoost, hard_cross_entropy
@@ -17,32 +13,11 @@ from fglcore.algorithms.ensemble_distillation import SyntheticGraph, ensemble, k
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
 from fglcore.models.node_generator import NodeFeatureGenerator
+from toy_federations import C, F_IN
+from toy_federations import skewed_federation as federation
 
-C, F_IN = 3, 6
 FAST = {"local_epochs_grid": [10], "max_epochs": 100, "eval_every": 20, "patience": 2, "epochs": 6,
         "generator_steps": 5, "synthesis_size": 24}
-
-
-def toy_client(seed: int, n: int) -> Data:
-    """Features announce the class (one-hot plus noise); each client sees mostly one class."""
-    g = torch.Generator().manual_seed(seed)
-    y = torch.where(torch.rand(n, generator=g) < 0.6, torch.full((n,), seed % C), torch.randint(0, C, (n,), generator=g))
-    x = torch.randn(n, F_IN, generator=g) * 0.3 + F.one_hot(y, F_IN).float()
-    src, dst = torch.randint(0, n, (2, 6 * n), generator=g)
-    keep = (src != dst) & (y[src] == y[dst])
-    edge_index = to_undirected(torch.stack([src[keep], dst[keep]]), num_nodes=n)
-    order = torch.randperm(n, generator=g)
-    train = torch.zeros(n, dtype=torch.bool)
-    val = torch.zeros(n, dtype=torch.bool)
-    train[order[: n // 3]] = True
-    val[order[n // 3: 2 * n // 3]] = True
-    return Data(x=x, y=y, edge_index=edge_index, train_mask=train, val_mask=val, test_mask=~(train | val),
-                num_nodes=n)
-
-
-def federation() -> SimpleNamespace:
-    return SimpleNamespace(task="node", clients=[toy_client(k, 40 + 4 * k) for k in range(3)],
-                           num_features=F_IN, num_classes=C)
 
 
 def config(seed: int = 0, fields: dict | None = None, **options) -> ExperimentConfig:
