@@ -18,6 +18,12 @@ does both steps for a paper's notebooks:
   the CSV's seconds per run (the last row of a group wins); ``markdown``: the
   same as the tables the notebooks show (per method, then the biggest groups).
 
+``--profile quick`` counts and projects another profile's runs from the same
+CSV. A group is keyed by dataset, method, model and rounds, not by options:
+a profile that cuts an option the seconds depend on (O-pFGL's condensation
+iterations, the epochs candidates) is priced as the full run of its group,
+an upper bound.
+
 CPU time, not wall time: the project's machine has two cores shared by
 several sessions, so wall seconds inflate with the load while a
 single-threaded process's CPU seconds do not (much). In this process
@@ -237,6 +243,8 @@ def main() -> None:
     parser.add_argument("--distill", type=int, help="truncate DENSE/Co-Boost's distillation to this many rounds")
     parser.add_argument("--out", type=Path, help="CSV of measured seconds (default benchmarks/projection_<paper>.csv)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--profile", default="full", help="the profile whose runs are counted and projected "
+                        "(default full; the seconds measured for full price the same groups of another profile)")
     args = parser.parse_args()
     out = args.out or ROOT / "benchmarks" / f"projection_{args.paper}.csv"
 
@@ -248,8 +256,8 @@ def main() -> None:
     runtime.set_threads()
     pd.set_option("display.width", 250)
     pd.set_option("display.max_rows", 500)
-    plans = planned(args.paper)
-    for name, notebooks_ in left_out(args.paper).items():
+    plans = planned(args.paper, args.profile)
+    for name, notebooks_ in left_out(args.paper, args.profile).items():
         print(f"note: {name} is not available here; {', '.join(notebooks_)} plan no runs on it and this projection "
               f"leaves them out")
     if args.action == "count":
