@@ -144,6 +144,38 @@ def test_distillation_brings_the_student_to_the_ensemble():
     assert agree > 0.45
 
 
+def test_kd_clip_bounds_the_students_gradient_and_zero_leaves_it_unclipped(monkeypatch):
+    algorithm = Dense(config(), federation(), "cpu")
+    server, _, uploads, weights = uploads_of(algorithm)
+    student = server.initial_student(uploads, weights)
+    x = torch.randn(24, F_IN)
+    edge_index = knn_graph(x, 5)
+    target = torch.randn(24, C) * 1000  # far from the student: a large gradient
+
+    def gradient_norm(clip):
+        server.kd_step(student, torch.optim.SGD(student.parameters(), lr=0.0), x, edge_index, target, clip)
+        return float(torch.stack([p.grad.norm() for p in student.parameters()]).norm())
+
+    assert gradient_norm(None) > 10.0
+    assert gradient_norm(10.0) == pytest.approx(10.0, rel=1e-4)
+    # distill passes kd_clip (default 10) to every step, and 0 as no clip (the official code)
+    clips = []
+    monkeypatch.setattr(DenseServer, "kd_step", lambda self, *args: clips.append(args[-1]) or 0.0)
+    Dense(config(epochs=2), federation(), "cpu").run()
+    Dense(config(epochs=2, kd_clip=0.0), federation(), "cpu").run()
+    assert clips == [10.0] * 3 + [None] * 3  # 1 + 2 pooled graphs visited per run
+
+
+def test_a_diverged_distillation_stops_the_run_instead_of_fine_tuning_a_broken_student():
+    algorithm = Dense(config(), federation(), "cpu")
+    server, _, uploads, weights = uploads_of(algorithm)
+    student = server.initial_student(uploads, weights)
+    x = torch.randn(24, F_IN)
+    target = torch.full((24, C), float("nan"))
+    with pytest.raises(FloatingPointError, match="distillation diverged.*kd_clip"):
+        server.kd_step(student, torch.optim.SGD(student.parameters(), lr=0.01), x, knn_graph(x, 5), target, None)
+
+
 def test_adversarial_term_pushes_generation_to_where_student_and_ensemble_disagree():
     algorithm = Dense(config(), federation(), "cpu")
     server, _, uploads, weights = uploads_of(algorithm)
@@ -238,6 +270,7 @@ def test_student_init_fedavg_starts_from_the_weighted_mean():
     ({"epochs": 0}, "epochs"),
     ({"kd_momentum": 1.0}, "kd_momentum"),
     ({"bn_weight": -1.0}, "bn_weight"),
+    ({"kd_clip": -1.0}, "kd_clip"),
     ({"student_init": "random"}, "student_init"),
     ({"epochs_selection": "best"}, "epochs_selection"),
     ({"share": "all"}, "share"),

@@ -49,6 +49,10 @@ def test_opfgl_runs_the_authors_command_and_baselines_the_one_shot_protocol():
         assert (by[("1", method)].rounds, options["local_epochs_grid"], options["max_epochs"]) == (1, [5], 20)
     assert by[("1", "fedtad")].algorithm_options["fine_tune"] is True
     assert {by[("1", m)].algorithm_options["epochs_selection"] for m in ("dense", "coboost")} == {"teachers"}
+    assert not any("epochs" in by[("1", m)].algorithm_options for m in ("dense", "coboost"))  # their own 200
+    cut = {c.algorithm: c.algorithm_options for c in plan(distill_epochs=7)["configs"]["1"] if c.seed == 0}
+    assert (cut["dense"]["epochs"], cut["coboost"]["epochs"]) == (7, 7)
+    assert all("epochs" not in options for m, options in cut.items() if m not in ("dense", "coboost"))
     assert (by[("9", "fedavg")].rounds, by[("9", "fedavg")].setting) == (2, "rounds=2")
     assert (by[("9", "opfgl")].rounds, by[("9", "opfgl")].setting) == (1, "")
 
@@ -56,6 +60,7 @@ def test_opfgl_runs_the_authors_command_and_baselines_the_one_shot_protocol():
 @pytest.mark.parametrize("key, value, match", [
     ("tables", ["2"], "tables"), ("methods", ["bogus"], "methods"), ("datasets", ["Coraa"], "datasets"),
     ("epochs_grid", [0], "epochs_grid"), ("max_epochs", 0, "max_epochs"), ("seeds", [], "seeds"),
+    ("distill_epochs", -1, "distill_epochs"),
 ])
 def test_bad_parameters_name_themselves(key, value, match):
     with pytest.raises(ConfigError, match=match):

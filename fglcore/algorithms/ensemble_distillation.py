@@ -368,10 +368,17 @@ class DistillationServer(OneShotServer):
     def kd_step(self, student: nn.Module, optimizer: torch.optim.Optimizer, x: Tensor,
                 graph: Tensor | GraphOperators, target_logits: Tensor, clip: float | None) -> float:
         """One optimiser step of the student on :func:`kd_divergence` to the ensemble's logits (``graph``: the
-        edges or their :func:`synthetic_graph` operators)."""
+        edges or their :func:`synthetic_graph` operators), its gradient norm clipped at ``clip`` (None: not).
+
+        Raises :class:`FloatingPointError` when the loss is not finite: the student has diverged, and
+        fine-tuning it would store a broken run."""
         student.train()
         optimizer.zero_grad(set_to_none=True)
         loss = kd_divergence(on_graph(student, x, graph), target_logits, self.options["kd_temperature"])
+        if not torch.isfinite(loss):
+            raise FloatingPointError(
+                f"the server's distillation diverged (KD loss {float(loss)}); lower kd_lr or clip the student's "
+                f"gradient (DENSE: algorithm_options.kd_clip, now {clip})")
         loss.backward()
         if clip is not None:
             torch.nn.utils.clip_grad_norm_(student.parameters(), max_norm=clip)

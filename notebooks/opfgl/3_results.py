@@ -47,6 +47,7 @@ max_epochs = 1000  # cap of O-pFGL's Stages 1-2 and every fine-tuning (paper: 30
 epochs_grid = [5, 50]  # local epochs tried by the one-round baselines (paper: tuned in 1..100)
 local_rounds = 100  # Standalone: epochs, the best on validation reported
 multi_rounds = 30  # rounds of the multi-round baselines of Tables 9/10 (paper: 100)
+distill_epochs = 20  # DENSE's and Co-Boost's server distillation rounds; 0 keeps their own (200)
 progress = True  # show progress bars
 
 # %%
@@ -58,7 +59,7 @@ from fglcore.papers.opfgl import tables as ot
 from fglcore.results import ResultStore
 
 plan = ot.results_plan(tables, datasets, methods, seeds, condense_iterations, max_epochs, epochs_grid, local_rounds,
-                       multi_rounds)  # every run below, validated before any runs
+                       multi_rounds, distill_epochs)  # every run below, validated before any runs
 out = paths.resolve_output_dir(output_dir, profile, "opfgl")
 runtime.set_threads()
 plotting.set_style()

@@ -201,10 +201,11 @@ def unsupported_backbone(method: str, models: Sequence[str]) -> str | None:
 
 
 def baseline_fields(method: str, *, epochs_grid: Sequence[int], max_epochs: int, local_rounds: int,
-                    multi_rounds: int | None = None) -> dict[str, Any]:
+                    multi_rounds: int | None = None, distill_epochs: int | None = None) -> dict[str, Any]:
     """Config fields of a baseline under O-pFGL's protocol: one round (``multi_rounds`` None) or ``multi_rounds``.
 
-    See the module docstring for each method's reading.
+    ``distill_epochs`` (None: the methods' own 200) shortens DENSE's and Co-Boost's server distillation for the
+    smoke and quick profiles. See the module docstring for each method's reading.
     """
     ft = {"local_epochs_grid": list(epochs_grid), "max_epochs": max_epochs}
     if multi_rounds is not None:
@@ -221,7 +222,8 @@ def baseline_fields(method: str, *, epochs_grid: Sequence[int], max_epochs: int,
     if method == "fedspray":
         return {"rounds": 1, "lr": FEDSPRAY_LR, "algorithm_options": {"one_shot": ft}}
     if method in ("dense", "coboost"):
-        return {"rounds": 1, "lr": BASELINE_LR, "algorithm_options": {**ft, "epochs_selection": "teachers"}}
+        distill = {} if distill_epochs is None else {"epochs": distill_epochs}
+        return {"rounds": 1, "lr": BASELINE_LR, "algorithm_options": {**ft, "epochs_selection": "teachers", **distill}}
     if method == "fedtad":
         from fglcore.algorithms.fedtad import OPFGL_ONE_SHOT
 
@@ -239,12 +241,12 @@ def baseline_fields(method: str, *, epochs_grid: Sequence[int], max_epochs: int,
 def table_configs(table: str, datasets: Iterable[str], methods: Iterable[str], seeds: Iterable[int], *,
                   condense_iterations: int | None = None, max_epochs: int = 3000,
                   epochs_grid: Sequence[int] = (1, 2, 5, 10, 20, 50, 100), local_rounds: int = 100,
-                  multi_rounds: int = 100) -> list[ExperimentConfig]:
+                  multi_rounds: int = 100, distill_epochs: int | None = None) -> list[ExperimentConfig]:
     """The runs of ``table`` on ``datasets`` that can run here: registered methods among the table's rows,
     available datasets among its columns.
 
-    ``condense_iterations`` (None: the command's) and ``max_epochs`` (O-pFGL's stages, every fine-tuning)
-    shorten a run for the smoke and quick profiles.
+    ``condense_iterations`` (None: the command's), ``max_epochs`` (O-pFGL's stages, every fine-tuning) and
+    ``distill_epochs`` (None: DENSE's and Co-Boost's own) shorten a run for the smoke and quick profiles.
     """
     if table not in TABLES:
         raise ConfigError(f"tables: {table!r} is not accepted; accepted: {', '.join(TABLES)}")
@@ -269,7 +271,8 @@ def table_configs(table: str, datasets: Iterable[str], methods: Iterable[str], s
             else:
                 rounds = multi_rounds if spec.get("multi_round") else None
                 fields = {**base, **baseline_fields(method, epochs_grid=epochs_grid, max_epochs=max_epochs,
-                                                    local_rounds=local_rounds, multi_rounds=rounds)}
+                                                    local_rounds=local_rounds, multi_rounds=rounds,
+                                                    distill_epochs=distill_epochs)}
             for model in spec.get("models", ["gcn"]):
                 if not backbone_supported(method, model):
                     continue
@@ -280,10 +283,11 @@ def table_configs(table: str, datasets: Iterable[str], methods: Iterable[str], s
 
 def results_plan(tables: Sequence[str], datasets: Sequence[str], methods: Sequence[str], seeds: Sequence[int],
                  condense_iterations: int, max_epochs: int, epochs_grid: Sequence[int], local_rounds: int,
-                 multi_rounds: int) -> dict[str, Any]:
+                 multi_rounds: int, distill_epochs: int = 0) -> dict[str, Any]:
     """What ``notebooks/opfgl/3_results`` runs: ``{"configs": {table: [configs]}, "status": frame}``.
 
-    ``condense_iterations`` 0 keeps each command's own count. ``status`` lists every (table, dataset, method)
+    ``condense_iterations`` 0 keeps each command's own count, ``distill_epochs`` 0 DENSE's and Co-Boost's own
+    200 distillation rounds. ``status`` lists every (table, dataset, method)
     of the paper's tables among ``tables`` and why it does or does not run here. The notebook calls it, and
     ``fgl run`` before the kernel starts.
     """
@@ -309,6 +313,7 @@ def results_plan(tables: Sequence[str], datasets: Sequence[str], methods: Sequen
             raise ConfigError(f"parameter 'datasets': {d!r} is neither registered nor a dataset of O-pFGL's tables; "
                               f"accepted: {', '.join(paper_datasets)}")
     NON_NEGATIVE.check("parameter 'condense_iterations'", condense_iterations)
+    NON_NEGATIVE.check("parameter 'distill_epochs'", distill_epochs)
     for name, value in (("max_epochs", max_epochs), ("local_rounds", local_rounds), ("multi_rounds", multi_rounds)):
         POSITIVE.check(f"parameter {name!r}", value)
     configs = {}
@@ -318,12 +323,14 @@ def results_plan(tables: Sequence[str], datasets: Sequence[str], methods: Sequen
                                       "algorithm_options.one_shot.max_epochs": "max_epochs",
                                       "algorithm_options.max_epochs": "max_epochs",
                                       "algorithm_options.condense_iterations": "condense_iterations",
+                                      "algorithm_options.epochs": "distill_epochs",
                                       "rounds": "local_rounds"}):
         for table in tables:
             configs[str(table)] = table_configs(str(table), datasets, methods, seeds,
                                                 condense_iterations=condense_iterations or None,
                                                 max_epochs=max_epochs, epochs_grid=epochs_grid,
-                                                local_rounds=local_rounds, multi_rounds=multi_rounds)
+                                                local_rounds=local_rounds, multi_rounds=multi_rounds,
+                                                distill_epochs=distill_epochs or None)
     return {"configs": configs, "status": coverage([str(t) for t in tables], datasets, methods, multi_rounds)}
 
 
