@@ -48,6 +48,8 @@ def test_opfgl_runs_the_authors_command_and_baselines_the_one_shot_protocol():
         options = by[("1", method)].algorithm_options
         assert (by[("1", method)].rounds, options["local_epochs_grid"], options["max_epochs"]) == (1, [5], 20)
     assert by[("1", "fedtad")].algorithm_options["fine_tune"] is True
+    for method in ("fedpub", "fedgta", "fedlog"):  # the grid of every one-round baseline, without fine-tuning
+        assert by[("1", method)].algorithm_options["local_epochs_grid"] == [5]
     assert {by[("1", m)].algorithm_options["epochs_selection"] for m in ("dense", "coboost")} == {"teachers"}
     assert not any("epochs" in by[("1", m)].algorithm_options for m in ("dense", "coboost"))  # their own 200
     cut = {c.algorithm: c.algorithm_options for c in plan(distill_epochs=7)["configs"]["1"] if c.seed == 0}

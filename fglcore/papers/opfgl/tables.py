@@ -55,6 +55,8 @@ communication round to one round ... local epochs tuned from 1 to 100",
   baseline's local epochs from 1 to 100) and no fine-tuning
   (:data:`fglcore.algorithms.fedgta.OPFGL_ONE_SHOT`; App. A.7 names no
   fine-tuning for them);
+* ``fedlog``: one round with its own protocol (:mod:`fglcore.algorithms.fedlog`), the local epochs chosen on
+  validation from the epochs grid;
 * any other registered baseline: one round with its own defaults.
 
 Tables 3 and 11 (heterogeneous models, App. A.3.7) give each of the 10
@@ -233,7 +235,7 @@ def baseline_fields(method: str, *, epochs_grid: Sequence[int], max_epochs: int,
 
         return {"rounds": 1, "lr": BASELINE_LR,
                 "algorithm_options": {**OPFGL_ONE_SHOT, "local_epochs_grid": list(epochs_grid)}}
-    if method == "fedpub":
+    if method in ("fedpub", "fedlog"):
         return {"rounds": 1, "lr": BASELINE_LR, "algorithm_options": {"local_epochs_grid": list(epochs_grid)}}
     return {"rounds": 1, "lr": BASELINE_LR}
 
