@@ -223,6 +223,19 @@ def test_pack_groups_fedstruct_by_hand():
     assert owners == [groups[0], groups[1] + groups[2], groups[3] + groups[4], groups[5] + groups[6] + groups[7]]
 
 
+def test_fedstruct_cap_falls_back_to_the_papers_cap_only_where_the_codes_leaves_a_client_empty():
+    # two clusters of 1000 nodes, 20 clients: the code's cap N//K + 20 = 120 gives 16 pieces of 120 and two of 40,
+    # which fill 17 owners and leave 3 empty; the paper's cap N//K = 100 gives every owner one piece of 100
+    clusters = [list(range(1000)), list(range(1000, 2000))]
+    codes = P.pack_groups_fedstruct(P.split_large_groups(clusters, 120), 2000, 20, 20)
+    assert sum(1 for o in codes if not o) == 3
+    owners = P.cap_and_pack_fedstruct(clusters, 2000, 20, 20)
+    assert [len(o) for o in owners] == [100] * 20 and sorted(sum(owners, [])) == list(range(2000))
+    # where the code's packing fills every owner, it is returned unchanged
+    groups = numbered_groups([4, 4, 3, 3, 2, 2, 1, 1])
+    assert P.cap_and_pack_fedstruct(groups, 20, 4, 2) == P.pack_groups_fedstruct(groups, 20, 4, 2)
+
+
 @pytest.mark.parametrize("pack", [P.pack_groups_fedsage, P.pack_groups_fedstruct])
 def test_packing_never_loses_a_group_when_nothing_fits(pack):
     groups = numbered_groups([6, 5, 5])  # no owner can take these within N//K + delta = 5

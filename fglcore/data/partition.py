@@ -447,6 +447,26 @@ def pack_groups_fedstruct(groups: Sequence[Sequence[int]], num_nodes: int, num_o
     return owners
 
 
+def cap_and_pack_fedstruct(groups: Sequence[Sequence[int]], num_nodes: int, num_owners: int,
+                           delta: int) -> list[list[int]]:
+    """FedStruct's size cap and packing: groups cut at ``num_nodes // num_owners + delta``
+    (:func:`split_large_groups`) and packed by :func:`pack_groups_fedstruct` (its code, App. F).
+
+    When that leaves an owner empty, the groups are cut at ``num_nodes // num_owners`` instead, the cap of the
+    paper's text, and packed again. This happens when the groups are few and large (K-means clusters of
+    bag-of-words features, many clients on a small graph): owners then take one piece of up to
+    ``N // K + delta`` nodes each and the last ones get none (Cora, K-means, 20 clients: 18 pieces of 155
+    nodes), where FedStruct's code would train clients without nodes. A partition that fills every owner is
+    the code's, unchanged.
+    """
+    owners = pack_groups_fedstruct(split_large_groups(groups, num_nodes // num_owners + delta), num_nodes,
+                                   num_owners, delta)
+    if all(owners) or delta == 0:
+        return owners
+    return pack_groups_fedstruct(split_large_groups(groups, max(num_nodes // num_owners, 1)), num_nodes, num_owners,
+                                 delta)
+
+
 def groups_to_assignment(groups: Sequence[Sequence[int]], num_nodes: int) -> Tensor:
     """Client id per node from per-client node lists; nodes in no list get ``-1``."""
     assignment = torch.full((num_nodes,), DROPPED, dtype=torch.long)
@@ -578,7 +598,8 @@ def louvain_partition(data: Data, num_clients: int, seed: int, *, delta: int, re
     packed by :func:`pack_groups_fedsage`. ``cap="plus"`` is FedStruct's code
     (Aliakbari et al., ICLR 2025, App. F; ``louvain_graph_cut`` in
     ``src/utils/graph_partitioning.py``): cap ``N // K + delta`` and
-    :func:`pack_groups_fedstruct`. ``delta`` is 20 in all of them. FedStruct's
+    :func:`pack_groups_fedstruct` (:func:`cap_and_pack_fedstruct`: the cap ``N // K`` where the code's would
+    leave a client empty). ``delta`` is 20 in all of them. FedStruct's
     paper text (halving communities above ``N / K``) differs from its code;
     the code's rule is the one implemented.
     """
@@ -588,9 +609,10 @@ def louvain_partition(data: Data, num_clients: int, seed: int, *, delta: int, re
     max_len = n // num_clients - delta if cap == "minus" else n // num_clients + delta
     _require(max_len >= 1, f"louvain: the group cap N // K - delta = {n} // {num_clients} - {delta} = {max_len} is "
                            f"below 1; lower partition_options.delta or use fewer clients")
-    groups = split_large_groups(louvain_communities(data, seed, resolution), max_len)
-    pack = pack_groups_fedsage if cap == "minus" else pack_groups_fedstruct
-    return groups_to_assignment(pack(groups, n, num_clients, delta), n)
+    communities = louvain_communities(data, seed, resolution)
+    if cap == "plus":
+        return groups_to_assignment(cap_and_pack_fedstruct(communities, n, num_clients, delta), n)
+    return groups_to_assignment(pack_groups_fedsage(split_large_groups(communities, max_len), n, num_clients, delta), n)
 
 
 @register_partitioner(
@@ -709,8 +731,9 @@ def kmeans_partition(data: Data, num_clients: int, seed: int, *, balance: bool, 
 
     ``sklearn`` ``KMeans(K, n_init="auto", random_state=seed)`` on ``x``; with
     ``balance`` (FedStruct's code) clusters are cut at ``N // K + delta`` and
-    packed by :func:`pack_groups_fedstruct`, otherwise cluster ``k`` is
-    client ``k`` (which can be very unequal on bag-of-words features).
+    packed by :func:`pack_groups_fedstruct` (:func:`cap_and_pack_fedstruct`, which cuts at ``N // K`` where
+    that would leave a client empty), otherwise cluster ``k`` is client ``k`` (which can be very unequal on
+    bag-of-words features).
     """
     from sklearn.cluster import KMeans
 
@@ -722,9 +745,7 @@ def kmeans_partition(data: Data, num_clients: int, seed: int, *, balance: bool, 
     clusters = [np.flatnonzero(labels == k).tolist() for k in range(num_clients)]
     if not balance:
         return groups_to_assignment(clusters, data.num_nodes)
-    n = data.num_nodes
-    groups = split_large_groups(clusters, n // num_clients + delta)
-    return groups_to_assignment(pack_groups_fedstruct(groups, n, num_clients, delta), n)
+    return groups_to_assignment(cap_and_pack_fedstruct(clusters, data.num_nodes, num_clients, delta), data.num_nodes)
 
 
 @register_partitioner(
