@@ -377,8 +377,8 @@ class DistillationServer(OneShotServer):
         loss = kd_divergence(on_graph(student, x, graph), target_logits, self.options["kd_temperature"])
         if not torch.isfinite(loss):
             raise FloatingPointError(
-                f"the server's distillation diverged (KD loss {float(loss)}); lower kd_lr or clip the student's "
-                f"gradient (DENSE: algorithm_options.kd_clip, now {clip})")
+                f"the server's distillation diverged (KD loss {float(loss.detach())}); lower kd_lr or clip the "
+                f"student's gradient (DENSE: algorithm_options.kd_clip, now {clip})")
         loss.backward()
         if clip is not None:
             torch.nn.utils.clip_grad_norm_(student.parameters(), max_norm=clip)

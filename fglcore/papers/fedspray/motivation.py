@@ -468,7 +468,8 @@ def plan(table1_dataset: str, louvain_datasets: Sequence[str], num_clients: int,
     Bounds(above=0, maximum=1).check("parameter 'q'", q)
     Bounds(minimum=2).check("parameter 'sim_clients'", sim_clients)
     Bounds(minimum=2).check("parameter 'sim_nodes'", sim_nodes)
-    Bounds(minimum=1, below=sim_nodes).check("parameter 'degree'", degree)
+    Bounds(minimum=1, below=sim_nodes).check(f"parameter 'degree' (below parameter 'sim_nodes' = {sim_nodes})",
+                                             degree)
     POSITIVE.check("parameter 'dim'", dim)
     Bounds(minimum=0).check("parameter 'mean_distance'", mean_distance)
     from fglcore.papers.fedspray.tables import dataset_setup
