@@ -215,11 +215,9 @@ class SyntheticGraph:
                           teachers: Sequence[nn.Module]) -> "SyntheticGraph":
         """A pooled graph whose teacher logits are those of its kept forward (:meth:`kept_teacher_forward`),
         computed now: Co-Boost's ODS later asks that forward for gradients in ``x``."""
-        graph = edge_index if graph is None else graph
-        leaf = x.detach().requires_grad_(True)
-        forward = teacher_logits(teachers, leaf, graph)
-        pooled = cls(x, edge_index, y, forward.detach(), graph)
-        pooled._kept = (leaf, forward)
+        kept = teacher_forward_on_copy(teachers, x, edge_index if graph is None else graph)
+        pooled = cls(x, edge_index, y, kept[1].detach(), graph)
+        pooled._kept = kept
         return pooled
 
     def kept_teacher_forward(self, teachers: Sequence[nn.Module]) -> tuple[Tensor, Tensor]:
@@ -232,9 +230,16 @@ class SyntheticGraph:
         <fglcore.algorithms.coboost.CoBoostServer.hard_pool>`). Only the teachers of the first call are used.
         """
         if self._kept is None:
-            leaf = self.x.detach().requires_grad_(True)
-            self._kept = (leaf, teacher_logits(teachers, leaf, self.graph))
+            self._kept = teacher_forward_on_copy(teachers, self.x, self.graph)
         return self._kept
+
+
+def teacher_forward_on_copy(teachers: Sequence[nn.Module], x: Tensor,
+                            graph: Tensor | GraphOperators) -> tuple[Tensor, Tensor]:
+    """``(leaf, logits)``: a copy of ``x`` that requires a gradient, and :func:`teacher_logits` on it with their
+    autograd graph (what :meth:`SyntheticGraph.kept_teacher_forward` keeps)."""
+    leaf = x.detach().requires_grad_(True)
+    return leaf, teacher_logits(teachers, leaf, graph)
 
 
 def teacher_logits(teachers: Sequence[nn.Module], x: Tensor, graph: Tensor | GraphOperators) -> Tensor:
