@@ -439,6 +439,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(err, "ename", "") == "SweepStopped":
             print(f"fgl: {err.evalue}", file=sys.stderr)
             return 3
+        if getattr(err, "ename", "") == "TrainingDiverged":  # the run's own words say which run, round, clients
+            print(f"fgl: error: {err.evalue}\nfgl: that run stored nothing; the runs stored before it, and the "
+                  "stored notebooks, figures and tables, are kept", file=sys.stderr)
+            return 1
         print(f"fgl: notebook failed: {err}", file=sys.stderr)
         return 1
 

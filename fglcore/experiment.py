@@ -40,7 +40,7 @@ from fglcore.checks import check_non_empty
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import build_federation
 from fglcore.fl.checkpoint import RoundCheckpoint
-from fglcore.fl.engine import RunResult
+from fglcore.fl.engine import RunResult, TrainingDiverged
 from fglcore.results import RUN_LABEL_KEYS, ResultStore, config_id, rows_from_result, run_id, summarize
 from fglcore.paths import display_path
 from fglcore.provenance import run_record
@@ -399,7 +399,10 @@ def sweep(
         checkpoint = RoundCheckpoint(store.path.parent / CHECKPOINT_FOLDER / f"{rid}.pt")
         start = time.perf_counter()
         algorithm = prepare(config)
-        result = algorithm.run(checkpoint=checkpoint)
+        try:
+            result = algorithm.run(checkpoint=checkpoint)
+        except TrainingDiverged as error:  # nothing is stored; say which run of the sweep it was
+            raise TrainingDiverged(f"{desc}, {_label(config)}: {error}") from error
         rows = rows_from_result(config, result, per_client=per_client, curve=curve)
         seconds = round(time.perf_counter() - start, 2)
         if artifact is not None:  # before the rows: a stored run always had its artifact written

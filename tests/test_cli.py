@@ -256,6 +256,24 @@ def test_stop_asks_the_sweeps_to_stop_and_the_next_start_withdraws_it(capsys, mo
     assert status == 2 and "smoke, quick, full" in text
 
 
+def test_a_diverged_run_fails_with_its_own_words_not_a_traceback(capsys, monkeypatch, tmp_path):
+    from papermill.exceptions import PapermillExecutionError
+
+    from fglcore import paths
+
+    monkeypatch.setattr(paths, "outputs_root", lambda: tmp_path)
+    monkeypatch.chdir(paths.repo_root())
+    words = "tour runs, Cora local gcn seed=0: local, round 1 of 5: the model of client(s) 0 of 5 outputs non-finite"
+
+    def diverged(nb, profile, overrides=None, out_dir=None, *, progress=True):
+        raise PapermillExecutionError(11, 1, "sweep(...)", "TrainingDiverged", words, ["Traceback (long)"])
+
+    monkeypatch.setattr(notebooks, "execute", diverged)
+    status, text = run_cli(capsys, "run", "notebooks/tour/fgl_basics.ipynb", "--profile", "smoke")
+    assert status == 1 and f"fgl: error: {words}" in text and "stored nothing" in text
+    assert "Traceback" not in text
+
+
 def test_reproduce_says_what_it_computed_and_reused_and_fresh_recomputes_everything(capsys, monkeypatch, tmp_path):
     """The closing lines count computed and reused runs; --fresh computes every run anew in a new folder."""
     from fglcore import compare, experiment, paths

@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from fglcore.fl import Channel, Client, SecureAggregator, Server, run_rounds
+from fglcore.fl.engine import TrainingDiverged
 from fglcore.fl.parameters import load_payload, module_payload
 from fglcore.metrics import Prediction
 
@@ -238,3 +239,44 @@ def test_bad_arguments_raise():
         run_rounds(server, clients, Channel(), rounds=2, num_classes=NUM_CLASSES, selection="best")
     with pytest.raises(ValueError, match="rounds must be >= 1"):
         run_rounds(server, clients, Channel(), rounds=0, num_classes=NUM_CLASSES)
+
+
+class DivergingClient(RegressionClient):
+    """Its outputs turn NaN from round ``diverge_at`` on (as a model whose weights have blown up)."""
+
+    def __init__(self, *args, diverge_at: int, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.diverge_at = diverge_at
+
+    def evaluate(self):
+        out = super().evaluate()
+        if self.round >= self.diverge_at:
+            out["val"].logits.fill_(float("nan"))
+        return out
+
+
+def diverging_federation(diverge_at: int):
+    server, clients = make_federation(val_script=VAL_SCRIPT)
+    clients[1] = DivergingClient(1, clients[1].x, clients[1].y, val_script=VAL_SCRIPT, diverge_at=diverge_at)
+    return server, clients
+
+
+def test_a_diverged_round_is_never_reported_and_stops_the_run():
+    # Scripted validation: round 2 is the best before round 4, where client 1's outputs become NaN. argmax of
+    # NaN logits would score them as class-0 predictions (all "right" here); the run stops and reports round 2.
+    server, clients = diverging_federation(diverge_at=4)
+    with pytest.warns(RuntimeWarning, match=r"client\(s\) 1 of 3 outputs non-finite logits.*round 4 of 8.*round 2"):
+        result = run_rounds(server, clients, Channel(), rounds=8, num_classes=NUM_CLASSES, description="FedAvg")
+    assert result.selected_round == 2 and result.metrics["test_accuracy"] == pytest.approx(0.2)
+    assert result.stopped_early and result.extras["diverged_round"] == 4
+    assert [row["round"] for row in result.history] == [1, 2, 3]
+    assert server.aggregated_rounds == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("selection, diverge_at", [("last", 4), ("best_val", 1)])
+def test_a_run_with_nothing_finite_to_report_raises(selection, diverge_at):
+    server, clients = diverging_federation(diverge_at=diverge_at)
+    with pytest.raises(TrainingDiverged, match=rf"FedAvg, round {diverge_at} of 8: the model of client\(s\) 1 of 3 "
+                                               rf".*no earlier round to report \(selection '{selection}'\)"):
+        run_rounds(server, clients, Channel(), rounds=8, num_classes=NUM_CLASSES, selection=selection,
+                   description="FedAvg")

@@ -13,6 +13,7 @@ from fglcore.algorithms import ALGORITHMS
 from fglcore.artifacts import RunArtifact
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl import Channel, RunResult
+from fglcore.fl.engine import TrainingDiverged
 from fglcore.results import RESULT_COLUMNS, ResultStore, config_id, rows_from_result
 
 BASE = {"dataset": "Cora", "num_clients": 3, "algorithm": "fake_fast", "rounds": 2}
@@ -129,6 +130,15 @@ def test_interrupted_sweep_resumes_to_the_same_rows(fake_stack, tmp_path, interr
     FakeAlgorithm.calls = []
     experiment.sweep(configs, resumed, progress=False)  # everything done: nothing runs, nothing changes
     assert FakeAlgorithm.calls == [] and resumed.read_bytes() == straight.read_bytes()
+
+
+def test_a_diverged_run_is_not_stored_and_the_error_names_it(fake_stack, tmp_path):
+    configs = experiment.grid(BASE, seed=range(3))
+    FakeAlgorithm.interrupt_at, FakeAlgorithm.interrupt_with = 2, TrainingDiverged
+    path = tmp_path / "results.csv"
+    with pytest.raises(TrainingDiverged, match="^Table 9, Cora fake_fast gcn seed=1: interrupted$"):
+        experiment.sweep(configs, path, progress=False, desc="Table 9")
+    assert ResultStore(path).done_ids() == {config_id(configs[0])}
 
 
 def test_sweep_runs_a_repeated_config_once_and_shows_progress(fake_stack, tmp_path, capsys):

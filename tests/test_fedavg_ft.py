@@ -7,9 +7,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from fglcore.algorithms.fedavg_ft import EPOCHS_GRID, FedAvgFT
+from fglcore.algorithms.fedavg_ft import EPOCHS_GRID, FedAvgFT, search_local_epochs
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
+from fglcore.fl.engine import RunResult, TrainingDiverged
 
 from toy_federations import federation as toy_federation
 
@@ -136,3 +137,26 @@ def test_more_than_one_round_and_graph_tasks_are_refused():
     with pytest.raises(ConfigError, match=r"^algorithm: 'fedavg_ft' supports node"):
         ExperimentConfig.from_dict({"algorithm": "fedavg_ft", "rounds": 1, "dataset": "MUTAG",
                                     "partition": "dataset_chunks", "split": "graph_stratified"})
+
+
+def test_a_diverged_epochs_candidate_is_listed_and_never_chosen():
+    algorithm = FedAvgFT(config(), federation(), "cpu")
+
+    def run_one(epochs):
+        if epochs == 10:
+            raise TrainingDiverged("the model of client(s) 0 of 3 outputs non-finite logits")
+        return RunResult([], 1, {"val_accuracy": 0.5, "test_accuracy": 0.4}, [], Channel().ledger)
+
+    result = search_local_epochs(algorithm, run_one, [1, 10])
+    assert result.metrics["val_accuracy"] == 0.5
+    assert result.extras["epochs_search"][1] == {"local_epochs": 10, "diverged": "the model of client(s) 0 of 3 "
+                                                 "outputs non-finite logits"}
+    with pytest.raises(TrainingDiverged, match=r"every local_epochs candidate \[10\] diverged; the first: the model"):
+        search_local_epochs(algorithm, run_one, [10])
+
+
+def test_a_real_diverging_run_raises_instead_of_reporting_argmax_of_nan():
+    # SGD at lr 1e30: the first round's weights are not finite, so round 1 has nothing to report
+    algorithm = FedAvgFT(config(fields={"optimizer": "sgd", "lr": 1e30}, local_epochs_grid=[5]), federation(), "cpu")
+    with pytest.raises(TrainingDiverged, match=r"every local_epochs candidate \[5\] diverged.*non-finite logits"):
+        algorithm.run()

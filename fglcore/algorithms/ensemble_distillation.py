@@ -105,7 +105,7 @@ from fglcore.algorithms.fedavg_ft import FedAvgFT, FineTuneClient, OneShotServer
 from fglcore.checks import POSITIVE, Bounds
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
-from fglcore.fl.engine import Client, Payload, RunResult, evaluate_clients
+from fglcore.fl.engine import Client, Payload, RunResult, TrainingDiverged, evaluate_clients
 from fglcore.fl.parameters import weighted_mean
 from fglcore.models import MODELS, build_client_model
 from fglcore.models.node_generator import NodeFeatureGenerator
@@ -375,15 +375,16 @@ class DistillationServer(OneShotServer):
         """One optimiser step of the student on :func:`kd_divergence` to the ensemble's logits (``graph``: the
         edges or their :func:`synthetic_graph` operators), its gradient norm clipped at ``clip`` (None: not).
 
-        Raises :class:`FloatingPointError` when the loss is not finite: the student has diverged, and
-        fine-tuning it would store a broken run."""
+        Raises :class:`~fglcore.fl.engine.TrainingDiverged` when the loss is not finite: the student has
+        diverged, and fine-tuning it would store a broken run."""
         student.train()
         optimizer.zero_grad(set_to_none=True)
         loss = kd_divergence(on_graph(student, x, graph), target_logits, self.options["kd_temperature"])
         if not torch.isfinite(loss):
-            raise FloatingPointError(
-                f"the server's distillation diverged (KD loss {float(loss.detach())}); lower kd_lr or clip the "
-                f"student's gradient (DENSE: algorithm_options.kd_clip, now {clip})")
+            clipped = "unclipped" if clip is None else f"clipped at norm {clip}"
+            raise TrainingDiverged(
+                f"the server's distillation diverged (KD loss {float(loss.detach())}, the student's gradient "
+                f"{clipped}); lower algorithm_options.kd_lr, or clip the gradient (DENSE: algorithm_options.kd_clip)")
         loss.backward()
         if clip is not None:
             torch.nn.utils.clip_grad_norm_(student.parameters(), max_norm=clip)
@@ -512,7 +513,10 @@ class EnsembleDistillation(FedAvgFT):
         _, clients = self.build(Channel())
         for client in clients:
             client.fit(1)
-        metrics, _ = evaluate_clients(clients, self.num_classes, self.config.metric_aggregation)
+        try:
+            metrics, _ = evaluate_clients(clients, self.num_classes, self.config.metric_aggregation)
+        except TrainingDiverged:
+            return math.nan  # a diverged candidate is never chosen
         return metrics.get("val_accuracy", math.nan)
 
 

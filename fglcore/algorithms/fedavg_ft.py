@@ -72,7 +72,7 @@ from fglcore.algorithms.training import make_optimizer
 from fglcore.checks import POSITIVE, Bounds
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
-from fglcore.fl.engine import Client, Payload, RunResult, evaluate_clients, per_client_metrics
+from fglcore.fl.engine import Client, Payload, RunResult, TrainingDiverged, evaluate_clients, per_client_metrics
 from fglcore.metrics import Prediction
 
 EPOCHS_GRID = [1, 2, 5, 10, 20, 50, 100]
@@ -188,13 +188,19 @@ def search_local_epochs(algorithm: Any, run_one: Callable[[int], RunResult], gri
 
     ``extras["epochs_search"]`` lists every candidate's validation and test
     accuracy (and, when a run reports ``extras["global_metrics"]``, those of
-    the downloaded model before fine-tuning). ``channel`` (when given) records
+    the downloaded model before fine-tuning); a candidate whose training
+    diverged (:class:`~fglcore.fl.engine.TrainingDiverged`) is listed with
+    the error under ``diverged`` and cannot be chosen. ``channel`` (when given) records
     the chosen run's messages only.
     """
     best: tuple[RunResult, Any, list] | None = None
     best_value, search = math.nan, []
     for epochs in grid:
-        result = run_one(epochs)
+        try:
+            result = run_one(epochs)
+        except TrainingDiverged as error:
+            search.append({"local_epochs": epochs, "diverged": str(error)})
+            continue
         m = result.metrics
         row = {"local_epochs": epochs}
         if "global_metrics" in result.extras:
@@ -206,6 +212,8 @@ def search_local_epochs(algorithm: Any, run_one: Callable[[int], RunResult], gri
         value = m.get("val_accuracy", math.nan)
         if best is None or (not math.isnan(value) and (math.isnan(best_value) or value > best_value)):
             best, best_value = (result, algorithm.server, algorithm.clients), value
+    if best is None:
+        raise TrainingDiverged(f"every local_epochs candidate {list(grid)} diverged; the first: {search[0]['diverged']}")
     result, algorithm.server, algorithm.clients = best
     if channel is not None:
         for message in result.ledger.messages:

@@ -17,10 +17,21 @@ that the same client and server code can later run on one:
 Server and clients never share objects: every tensor goes through the
 :class:`~fglcore.fl.channel.Channel`, whose ledger is the record of what was
 communicated.
+
+**Diverged training is never reported.** A model whose outputs are not
+finite (NaN or infinite logits: its weights have blown up, and training does
+not recover from that) gives no result: :func:`evaluate_clients` raises
+:class:`TrainingDiverged` naming the clients. :func:`run_rounds` then stops;
+under ``best_val`` it reports the best round before the divergence (the same
+round the whole run would select, since no later round can be evaluated) and
+says so in ``extras["diverged_round"]`` and a warning; with nothing finite to
+report (``selection='last'``, or divergence at the first evaluation) the
+error reaches the caller, and no number is stored.
 """
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
@@ -37,6 +48,10 @@ from fglcore.metrics import Prediction, summarize_predictions
 Payload = dict[str, Tensor]
 SERVER = "server"
 SELECTIONS = ("best_val", "last")
+
+
+class TrainingDiverged(FloatingPointError):
+    """A model's outputs (or a training loss) are not finite: the run diverged and has no result to report."""
 
 
 class Client:
@@ -123,8 +138,17 @@ Outputs = list[dict[str, Prediction]]
 
 
 def evaluate_clients(clients: Sequence[Client], num_classes: int, aggregation: str) -> tuple[dict[str, float], Outputs]:
-    """Evaluate every client; return aggregated ``{split}_{metric}`` metrics and the raw predictions."""
+    """Evaluate every client; return aggregated ``{split}_{metric}`` metrics and the raw predictions.
+
+    Raises :class:`TrainingDiverged` when a client's logits are not finite (argmax of NaN would score as a
+    prediction of class 0)."""
     outputs = [c.evaluate() for c in clients]
+    diverged = [c.cid for c, out in zip(clients, outputs)
+                if any(not bool(torch.isfinite(p.logits).all()) for p in out.values())]
+    if diverged:
+        raise TrainingDiverged(
+            f"the model of client(s) {', '.join(map(str, diverged))} of {len(clients)} outputs non-finite "
+            f"logits: training diverged (a smaller learning rate usually avoids it)")
     splits = sorted({s for out in outputs for s in out})
     metrics: dict[str, float] = {}
     for split in splits:
@@ -209,6 +233,9 @@ def run_rounds(
     that many evaluations without improvement of ``selection_metric``. A
     callback returning ``True`` stops the run after the current round.
 
+    Divergence (:class:`TrainingDiverged`, see the module docstring) stops the loop: ``best_val`` reports
+    the best round before it (``extras["diverged_round"]``), ``last`` has none and raises.
+
     ``checkpoint`` saves the participants and the loop's state at the end of
     a round whenever it is due (:mod:`fglcore.fl.checkpoint`); ``resume`` is
     the ``loop`` entry of a loaded checkpoint, whose participants are the
@@ -231,6 +258,7 @@ def run_rounds(
     history: list[dict[str, float]] = []
     selected: dict = {"round": 0, "metrics": {}, "outputs": []}
     best_value, since_best, stopped, first = math.nan, 0, False, 1
+    extras: dict = {}
     if resume is None:
         deliver(1)
     else:
@@ -257,7 +285,16 @@ def run_rounds(
         if r % evaluate_every and r != rounds:
             save_if_due(r)
             continue
-        metrics, outputs = evaluate_clients(clients, num_classes, metric_aggregation)
+        try:
+            metrics, outputs = evaluate_clients(clients, num_classes, metric_aggregation)
+        except TrainingDiverged as error:
+            if selection == "last" or not selected["metrics"]:
+                raise TrainingDiverged(f"{description}, round {r} of {rounds}: {error}; no earlier round to "
+                                       f"report (selection {selection!r})") from error
+            warnings.warn(f"{description}: {error} at round {r} of {rounds}; the run stops and reports round "
+                          f"{selected['round']}, the best before it", RuntimeWarning, stacklevel=2)
+            extras["diverged_round"], stopped = r, True
+            break
         history.append({"round": r, **metrics})
         value = metrics.get(selection_metric, math.nan)
         improved = _metric_improved(value, best_value, selection_metric)
@@ -274,4 +311,4 @@ def run_rounds(
         save_if_due(r)
     bar.close()
     per_client = per_client_metrics(clients, selected["outputs"], num_classes)
-    return RunResult(history, selected["round"], selected["metrics"], per_client, channel.ledger, stopped)
+    return RunResult(history, selected["round"], selected["metrics"], per_client, channel.ledger, stopped, extras)
