@@ -11,7 +11,9 @@ variable                     kind      default                        what it do
 ``FGL_VERIFY_CHECKSUMS``     switch    on                             sha256 check of raw dataset files
 ``FGL_DOWNLOAD_TIMEOUT``     seconds   15                             how long a download waits on a connection
 ``FGL_CHECKPOINT_SECONDS``   seconds   600                            seconds between round checkpoints (0: every round)
-``FGL_THREADS``              integer   all cores                      torch's intra-op threads (speed only)
+``FGL_THREADS``              integer   all cores                      torch's intra-op threads: speed, and the
+                                                                      last bits of some runs (reductions split
+                                                                      over threads; the same count, the same bits)
 ``FGL_FLUSH_DENORMAL``       switch    on                             flush subnormal floats to zero: **changes numbers**
                                                                       of runs that meet subnormals (below 1.2e-38)
 ``FGL_SPARSE_FEATURES``      switch    on                             CSR first layers on sparse features: **changes
@@ -118,8 +120,9 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in (
             "Seconds a dataset download may wait on a connection.", minimum=0, minimum_inclusive=False),
     Setting("checkpoint_seconds", "FGL_CHECKPOINT_SECONDS", "seconds", 600.0,
             "Seconds between two round checkpoints of a run (0 saves every round).", minimum=0),
-    Setting("threads", "FGL_THREADS", "integer", 0, "Torch's intra-op threads (0: all cores).",
-            recorded=True, minimum=0),
+    Setting("threads", "FGL_THREADS", "integer", 0,
+            "Torch's intra-op threads (0: all cores); another count can change the last bits of a run's numbers.",
+            changes_numbers=True, recorded=True, minimum=0),
     Setting("flush_denormal", "FGL_FLUSH_DENORMAL", "switch", True,
             "Flush subnormal floats to zero (changes the numbers of runs that meet them).",
             changes_numbers=True, recorded=True),
