@@ -177,6 +177,36 @@ def test_zero_proxies_ablation_changes_results_and_sends_no_proxies(cora3, defau
     assert ablation.ledger.names() == ENCODER_NAMES | {"num_samples"}
 
 
+@pytest.mark.parametrize("labeled_proxies", ["global", "persistent"])
+def test_zero_global_proxies_trains_labeled_proxies_and_asks_for_targets_without_them(cora3, labeled_proxies):
+    """The other reading of Table 3: only the class-wise S is zero; labeled nodes' proxies are still trained."""
+    algorithm, result = fedspray(cora3, zero_global_proxies=True, labeled_proxies=labeled_proxies)
+    _, all_zero = fedspray(cora3, zero_proxies=True, labeled_proxies=labeled_proxies)
+    assert result.history != all_zero.history
+    assert result.ledger.names() == ENCODER_NAMES | {"num_samples"}  # nothing of S is sent
+    assert algorithm.server.proxies is None
+    client = algorithm.clients[0]
+    assert client.labeled_proxies.requires_grad and client.labeled_proxies.abs().sum() > 0  # trained
+    q = torch.full((int(cora3.clients[0].num_nodes), algorithm.num_classes), 1.0 / algorithm.num_classes)
+    proxies = client.node_proxies(q)
+    unlabeled = torch.ones(proxies.size(0), dtype=torch.bool)
+    unlabeled[client.trainer.train_idx] = False
+    assert proxies[unlabeled].abs().sum() == 0 and torch.equal(proxies[~unlabeled], client.labeled_proxies.detach()
+                                                                [torch.argsort(client.trainer.train_idx)])
+    if labeled_proxies == "global":
+        client.restart_labeled_proxies()
+        assert client.labeled_proxies.abs().sum() == 0  # s_{y_i} of S = 0
+
+
+def test_zero_global_proxies_is_a_late_option_so_stored_runs_keep_their_ids():
+    from fglcore.results import run_id
+
+    plain = node_config(algorithm="fedspray")
+    explicit = node_config(algorithm="fedspray", algorithm_options={"zero_global_proxies": False})
+    assert run_id(plain) == run_id(explicit)
+    assert run_id(node_config(algorithm="fedspray", algorithm_options={"zero_global_proxies": True})) != run_id(plain)
+
+
 def test_clients_deploy_their_personalized_gnn(cora3, default_run):
     algorithm, _ = default_run
     first, second = algorithm.clients[0], algorithm.clients[1]
@@ -253,6 +283,7 @@ def test_secure_aggregation_is_refused_for_fedspray(cora3):
         ({"confidence_threshold": 1.5}, "confidence_threshold"),
         ({"proxy_dim": 0}, "proxy_dim"),
         ({"zero_proxies": "yes"}, "zero_proxies"),
+        ({"zero_proxies": True, "zero_global_proxies": True}, "zero_global_proxies: zero_proxies already sets"),
     ],
 )
 def test_bad_fedspray_options_are_refused(options, match):

@@ -84,12 +84,14 @@ def test_availability_lists_missing_paper_datasets():
     assert "status" not in table  # present or in the mirror reads the same on every machine
 
 
-def test_table3_adds_zero_proxies():
+def test_table3_adds_both_readings_of_zero_proxies():
     configs = ft.table3_configs(["Cora"], seeds=[0])
     assert {c.model for c in configs} == {"gcn"} and {c.table for c in configs} == {"3"}
     options = {c.setting: c.algorithm_options for c in configs}
     assert options == {"": {}, "code": ft.CODE_OPTIONS, "S=0": {"zero_proxies": True},
-                       "code, S=0": {**ft.CODE_OPTIONS, "zero_proxies": True}}
+                       "code, S=0": {**ft.CODE_OPTIONS, "zero_proxies": True},
+                       "S=0 class-wise": {"zero_global_proxies": True},
+                       "code, S=0 class-wise": {**ft.CODE_OPTIONS, "zero_global_proxies": True}}
 
 
 def test_sweeps_of_lambda1_proxy_dim_and_epochs():
@@ -175,7 +177,10 @@ def test_paper_yaml_holds_every_cell_of_tables_1_2_3_5(paper):
     code = [e for e in entries if e["table"] == "2" and e["setting"] == "code"]
     assert len(code) == 4 * 3 * 2 and {e["method"] for e in code} == {"fedspray"}
     assert len([e for e in entries if e["table"] == "1"]) == 7 * 5
-    assert len([e for e in entries if e["table"] == "3"]) == 2 * 2 * 2 * 2
+    table3 = [e for e in entries if e["table"] == "3"]
+    assert len(table3) == 2 * 2 * 2 * 3  # datasets x metrics x readings x (proxies, S=0, S=0 class-wise)
+    numbers = {(e["dataset"], e["metric"], e["setting"].replace("code", "").strip(", ")): e["mean"] for e in table3}
+    assert numbers[("PubMed", "minority_accuracy", "S=0 class-wise")] == numbers[("PubMed", "minority_accuracy", "S=0")]
     assert len([e for e in entries if e["table"] == "5"]) == 3 * 2 * 3
     homophily = [e for e in entries if e["metric"].endswith("homophily")]
     assert all(e["tolerance"] < 0.01 for e in homophily)
@@ -230,7 +235,7 @@ def test_labelled_comparison_for_side_by_side(paper):
 def test_paper_table_layout(paper):
     table = ft.paper_table(paper, "3", columns=("metric",), settings=None)
     assert table.loc[("PubMed", "fedspray [S=0]"), "Overall"] == "77.11 ± 0.43"
-    assert len(table) == 8
+    assert len(table) == 12
     with pytest.raises(ValueError, match="no results for table '9'"):
         ft.paper_table(paper, "9")
     assert not math.isnan(ft.PROTOCOL["lr"])

@@ -68,6 +68,15 @@ at d3e591a); every code behaviour that departs from the paper is an option:
 * ``zero_proxies`` (False): the ablation "FedSpray (S = 0)" of Table 3 --
   every node's proxy is the zero vector throughout training, so the soft
   targets depend on features only; proxies are neither trained nor sent;
+* ``zero_global_proxies`` (False): the other reading of Table 3's words,
+  "we set class-wise structure proxies S as 0 consistently during training"
+  (§5.3): only the class-wise :math:`\\mathbf S` is zero -- unlabeled nodes'
+  proxies :math:`q_i^\\top\\mathbf S` are zero and labeled nodes' restart
+  from :math:`s_{y_i} = 0` (``labeled_proxies="global"``) -- while the labeled
+  nodes' proxies are still trained with the encoder (Alg. 1 line 20), so
+  the encoder learns with trained proxies and is asked for soft targets
+  without them; nothing of :math:`\\mathbf S` is sent. Excludes
+  ``zero_proxies``. Added after Table 3's runs were stored (a late option);
 * ``labeled_proxies``: ``"global"`` (default, paper: Alg. 1 line 4 and §4.2.1)
   -- every round each labeled node's proxy restarts from its class's global
   proxy; ``"persistent"`` (code) -- per-node proxies persist across rounds,
@@ -321,7 +330,9 @@ class FedSprayClient(TrainerClient):
             if self.use_proxies
             else None
         )
-        self.global_proxies: Tensor | None = None
+        self.shares_proxies = self.use_proxies and not self.options["zero_global_proxies"]
+        self.global_proxies: Tensor | None = (
+            None if self.shares_proxies else torch.zeros(num_classes, self.options["proxy_dim"], device=device))
         self.class_ratios = class_ratios(trainer.y_train, num_classes).to(device)
         self._ratios_sent = False
 
@@ -420,7 +431,7 @@ class FedSprayClient(TrainerClient):
     def upload(self) -> Payload:
         """The encoder, the class-mean proxies (Alg. 1 lines 23-24) and, the first time, the class ratios."""
         payload = module_payload(self.encoder)
-        if self.use_proxies:
+        if self.shares_proxies:
             payload[PROXIES] = class_mean_proxies(self.labeled_proxies.detach(), self.trainer.y_train, self.num_classes)
             if not self._ratios_sent:
                 payload[CLASS_RATIOS] = self.class_ratios
@@ -440,6 +451,7 @@ class FedSpray(Algorithm):
         "proxy_dim": 64,
         "proxy_lr": 0.02,
         "zero_proxies": False,
+        "zero_global_proxies": False,
         "labeled_proxies": "global",
         "local_proxy_init": 0.1,
         "global_proxy_scale": 0.01,
@@ -458,6 +470,7 @@ class FedSpray(Algorithm):
         "gnn_init": GNN_INITS,
         "encoder_init": ENCODER_INITS,
     }
+    late_options = ("zero_global_proxies",)
     citation = "Fu et al., Federated Graph Learning with Structure Proxy Alignment, KDD 2024"
     heterogeneous_models = True  # the GNN is never sent; only the encoder and the proxies are shared
     secure_aggregation_unsupported = (
@@ -475,6 +488,9 @@ class FedSpray(Algorithm):
             raise ConfigError(f"algorithm_options.proxy_dim: must be >= 1, got {merged['proxy_dim']}")
         if merged["proxy_lr"] <= 0:
             raise ConfigError(f"algorithm_options.proxy_lr: must be > 0, got {merged['proxy_lr']}")
+        if merged["zero_proxies"] and merged["zero_global_proxies"]:
+            raise ConfigError("algorithm_options.zero_global_proxies: zero_proxies already sets every proxy to "
+                              "zero; choose one of the two readings of S = 0")
         if merged["one_shot"]:
             from fglcore.algorithms.fedavg_ft import check_one_shot
 
@@ -538,7 +554,7 @@ class FedSpray(Algorithm):
                         parameter.uniform_(0.0, 1.0, generator=generator)
         encoder = self.make_encoder()
         proxies = None
-        if not self.options["zero_proxies"]:
+        if not (self.options["zero_proxies"] or self.options["zero_global_proxies"]):
             proxies = initial_global_proxies(
                 self.num_classes, self.options["proxy_dim"], self.options["global_proxy_scale"]
             ).to(self.device)

@@ -250,8 +250,11 @@ def table2_configs(
 def table3_configs(
     datasets: Iterable[str], seeds: Iterable[int] = SEEDS, variants: Iterable[str] = ("", "code"), **overrides: Any
 ) -> list[ExperimentConfig]:
-    """Table 3: FedSpray with and without structure proxies (``S = 0``, option ``zero_proxies``), GCN."""
-    runs = method_runs("fedspray", variants) + method_runs("fedspray", variants, {"zero_proxies": True}, "S=0")
+    """Table 3: FedSpray with and without structure proxies, GCN, in both readings of "S = 0": every proxy
+    zero (``S=0``, option ``zero_proxies``) and only the class-wise S zero, the labeled nodes' proxies still
+    trained (``S=0 class-wise``, option ``zero_global_proxies``)."""
+    runs = (method_runs("fedspray", variants) + method_runs("fedspray", variants, {"zero_proxies": True}, "S=0")
+            + method_runs("fedspray", variants, {"zero_global_proxies": True}, "S=0 class-wise"))
     return _configs("3", datasets, ["gcn"], runs, list(seeds), overrides)
 
 
@@ -369,6 +372,41 @@ def rounds_effect(results: pd.DataFrame, rounds: int, paper: pd.DataFrame | None
     out = out.assign(order=order, seeds=out["seeds"].astype("Int64"))  # the paper's rows have none
     out = out.sort_values([*keys, "order"], kind="stable", ignore_index=True)
     return out[columns]
+
+
+def proxy_ablation_effect(results: pd.DataFrame, paper: pd.DataFrame | None = None,
+                          metrics: Sequence[str] = METRICS) -> pd.DataFrame:
+    """Table 3 as changes: for each dataset, FedSpray reading (``paper``, ``code``), reading of S = 0
+    (``S=0``, ``S=0 class-wise``) and metric, the mean over seeds with proxies and without, the change
+    (points, mean of the per-seed paired differences), its population std over seeds, the number of seeds,
+    and with ``paper`` (:func:`~fglcore.compare.paper_entries` of Table 3) the paper's change."""
+    columns = ["dataset", "reading", "ablation", "metric", "with proxies", "without", "change", "change std",
+               "seeds", "paper change"]
+    rows = results[(results["table"].astype(str) == "3") & results["metric"].isin(metrics)].copy()
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    setting = rows["setting"].fillna("")
+    rows["reading"] = ["code" if s.startswith("code") else "paper" for s in setting]
+    rows["ablation"] = [s.removeprefix("code").strip(", ") or "proxies" for s in setting]
+    keys = ["dataset", "reading", "metric"]
+    wide = rows.pivot_table(index=[*keys, "seed"], columns="ablation", values="value", aggfunc="mean")
+    reported = {}
+    if paper is not None and not paper.empty:
+        p = paper[paper["metric"].isin(metrics) & (paper["setting"].isin(["", "S=0"]))]
+        p = p.pivot_table(index=["dataset", "metric"], columns="setting", values="mean")
+        reported = (p["S=0"] - p[""]).to_dict()
+    frames = []
+    for ablation in [c for c in wide.columns if c != "proxies"]:
+        pair = wide[["proxies", ablation]].dropna()
+        by = pair.groupby(level=keys)
+        change = (pair[ablation] - pair["proxies"]).groupby(level=keys)
+        frame = pd.DataFrame({"with proxies": by["proxies"].mean(), "without": by[ablation].mean(),
+                              "change": change.mean(), "change std": change.std(ddof=0),
+                              "seeds": change.size()}).reset_index().assign(ablation=ablation)
+        frame["paper change"] = [reported.get((d, m), float("nan")) for d, m in zip(frame["dataset"], frame["metric"])]
+        frames.append(frame)
+    out = pd.concat(frames, ignore_index=True)
+    return out.sort_values(["dataset", "metric", "reading", "ablation"], ignore_index=True)[columns]
 
 
 def reading_steps(results: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.DataFrame:
