@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from fglcore.fl import Channel, Client, SecureAggregator, Server, run_rounds
-from fglcore.fl.engine import TrainingDiverged
+from fglcore.fl.engine import TrainingDiverged, unreadable
 from fglcore.fl.parameters import load_payload, module_payload
 from fglcore.metrics import Prediction
 
@@ -280,3 +280,11 @@ def test_a_run_with_nothing_finite_to_report_raises(selection, diverge_at):
                                                rf".*no earlier round to report \(selection '{selection}'\)"):
         run_rounds(server, clients, Channel(), rounds=8, num_classes=NUM_CLASSES, selection=selection,
                    description="FedAvg")
+
+
+def test_minus_infinity_alone_is_a_class_of_probability_zero_not_a_divergence():
+    log_probs = torch.tensor([[0.0, float("-inf")], [-1.0, -0.5]])
+    assert not unreadable(log_probs)
+    assert unreadable(torch.tensor([[0.0, float("nan")]])) and unreadable(torch.tensor([[float("inf"), 0.0]]))
+    assert unreadable(torch.tensor([[float("-inf"), float("-inf")]]))  # no class has any probability
+    assert not unreadable(torch.zeros(0, 3))

@@ -18,9 +18,9 @@ Server and clients never share objects: every tensor goes through the
 :class:`~fglcore.fl.channel.Channel`, whose ledger is the record of what was
 communicated.
 
-**Diverged training is never reported.** A model whose outputs are not
-finite (NaN or infinite logits: its weights have blown up, and training does
-not recover from that) gives no result: :func:`evaluate_clients` raises
+**Diverged training is never reported.** A model whose outputs cannot be
+read (NaN or +inf logits, or a row without a finite value: its weights have
+blown up, and training does not recover from that) gives no result: :func:`evaluate_clients` raises
 :class:`TrainingDiverged` naming the clients. :func:`run_rounds` then stops;
 under ``best_val`` it reports the best round before the divergence (the same
 round the whole run would select, since no later round can be evaluated) and
@@ -137,14 +137,21 @@ def _metric_improved(value: float, best: float, metric: str) -> bool:
 Outputs = list[dict[str, Prediction]]
 
 
+def unreadable(logits: Tensor) -> bool:
+    """Whether no prediction can be read from ``logits`` ``[n, C]``: a NaN or a +inf anywhere, or a row
+    without a finite value. A -inf alone is a class of probability zero in log-probability outputs (FedLoG's
+    mixture), not a divergence."""
+    return bool(torch.isnan(logits).any() or torch.isposinf(logits).any()
+                or not torch.isfinite(logits).any(dim=-1).all())
+
+
 def evaluate_clients(clients: Sequence[Client], num_classes: int, aggregation: str) -> tuple[dict[str, float], Outputs]:
     """Evaluate every client; return aggregated ``{split}_{metric}`` metrics and the raw predictions.
 
     Raises :class:`TrainingDiverged` when a client's logits are not finite (argmax of NaN would score as a
     prediction of class 0)."""
     outputs = [c.evaluate() for c in clients]
-    diverged = [c.cid for c, out in zip(clients, outputs)
-                if any(not bool(torch.isfinite(p.logits).all()) for p in out.values())]
+    diverged = [c.cid for c, out in zip(clients, outputs) if any(unreadable(p.logits) for p in out.values())]
     if diverged:
         raise TrainingDiverged(
             f"the model of client(s) {', '.join(map(str, diverged))} of {len(clients)} outputs non-finite "
