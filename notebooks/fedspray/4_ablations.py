@@ -20,7 +20,9 @@
 #
 # 1. **Table 3** — do the structure proxies matter? Set $\mathbf S = \mathbf 0$
 #    throughout training: the soft target becomes $p_i = \mathrm{softmax}(g_p(g_e(x_i)))$,
-#    a function of the node's features only (a GLNN-like MLP teacher).
+#    a function of the node's features only (a GLNN-like MLP teacher); or,
+#    the other reading of the paper's words, only the class-wise
+#    $\mathbf S$ is zero while labeled nodes' proxies are still trained.
 # 2. **Fig. 4** — how strongly should the GNN follow the soft targets? The
 #    weight $\lambda_1$ of Eq. 7, $\mathcal L_G = \mathcal L_{G\_CE} + \lambda_1\mathcal L_{G\_KD}$.
 # 3. **Fig. 5** — how wide must the proxies (and the feature embedding) be?
@@ -113,6 +115,19 @@ print("paper datasets missing:", ", ".join(d for d in ft.PAPER_DATASETS if d in 
 # features remain. The paper finds this hurts, on PubMed even below Local
 # training (77.11 vs 87.49 overall): unreliable soft targets misguide the
 # GNN.
+#
+# The paper's words, "we set class-wise structure proxies $\mathbf S$ as
+# $\mathbf 0$ consistently during training" (§5.3), admit a second reading,
+# run as setting "S=0 class-wise" (option `zero_global_proxies`): only the
+# class-wise $\mathbf S$ is zero, so unlabeled nodes' proxies
+# $q_i^\top\mathbf S$ are zero and labeled nodes' restart from zero, but the
+# labeled nodes' proxies are still trained with the encoder (Alg. 1 line
+# 20). The encoder then learns with trained proxies and is asked for the
+# unlabeled nodes' soft targets without them: a mismatch that could make
+# those targets worse than a plain feature-only teacher's. Both readings are
+# set against the paper's one S = 0 row. The official code (`main.py` at
+# d3e591a) has no switch for this ablation, so its own code is not
+# available to settle the reading.
 
 # %%
 t3 = plan["table3"]
@@ -126,6 +141,38 @@ print(ft.layout(t3_results, index=("dataset", "method"), columns=("metric",)).to
 display(ft.paper_table("fedspray", "3", columns=("metric",), settings=("", "S=0")))
 show_comparison(t3_results, "3")
 show_claims(t3_results, "3")
+
+# %% [markdown]
+# The same runs as changes: what removing the proxies does to each FedSpray
+# reading, paired seed by seed (mean and population std of the per-seed
+# differences, points), next to the change the paper reports.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+effect = ft.proxy_ablation_effect(t3_results, compare.paper_entries("fedspray", "3"))
+print(effect.round(2).to_string(index=False))
+
+# %% [markdown]
+# **Where we do not match Table 3, and why we think so.** On Physics
+# removing the proxies lowers both metrics in every reading, as the paper
+# finds, but by less than the paper reports (the `change` column against
+# `paper change`). On PubMed it does not hurt minority nodes in any reading:
+# FedSpray without proxies stays near FedSpray with them, far above the
+# paper's 77.11 / 42.01. The evidence that the gap is not an implementation
+# slip of the proxies: with proxies our PubMed and Physics cells are at or
+# near the paper's (the first rows of the comparison above, and Table 2 in
+# `3_results`); the official code, run on our 7-client Cora partition,
+# splits and initial weights, selects the same round and gives the same
+# test numbers as our code reading (`3_results` §2); and the reading in which the ablation could plausibly
+# hurt -- an encoder trained with proxies, asked for targets without them --
+# does not reproduce the drop either. A feature-only teacher cannot
+# plausibly pull a GNN far below an MLP on the same features: the paper's
+# own FedAvg-MLP reaches 82.35 on PubMed (Figure 2) and its Local GCN 87.49,
+# against 77.11 for S = 0. So the paper's PubMed S = 0 row was most likely
+# produced by a setting we cannot see (its ablation code is not released);
+# the claim "proxies matter" holds here on Physics, weakly, and not on
+# PubMed. The stand-ins (Cora, CiteSeer) show the same small overall loss
+# and no minority loss.
 
 # %% [markdown]
 # ## 2. Fig. 4: sensitivity to $\lambda_1$
