@@ -347,3 +347,21 @@ def test_majority_node_accuracy_inverts_pooled_accuracy():
     assert implied["majority"] == pytest.approx(100.0)  # every majority node right, no minority node
     assert implied["other"] == pytest.approx(75.0)  # 0.8 * 75 + 0.2 * 50 = 70
     assert ft.majority_node_accuracy(pd.DataFrame(rows).assign(dataset="E"), profiles).empty
+
+
+def test_lambda1_against_rivals_sets_each_lambda1_against_the_best_other_table2_method():
+    table2 = rows([
+        ("fedavg", "", "sage", "minority_accuracy", 0, 60.0), ("fedavg", "", "sage", "minority_accuracy", 1, 62.0),
+        ("fedlit", "", "sage", "minority_accuracy", 0, 66.0), ("fedlit", "", "sage", "minority_accuracy", 1, 64.0),
+        ("fedspray", "", "sage", "minority_accuracy", 0, 99.0),  # FedSpray itself is never its own rival
+        ("local", "", "sage", "accuracy", 0, 99.0),  # another metric
+    ])
+    sweep = rows([
+        ("fedspray", "lambda1=1", "sage", "minority_accuracy", 0, 55.0),
+        ("fedspray", "lambda1=1", "sage", "minority_accuracy", 1, 57.0),
+        ("fedspray", "code, lambda1=10", "sage", "minority_accuracy", 0, 67.0),
+    ]).assign(table="fig4")
+    out = ft.lambda1_against_rivals(sweep, table2)
+    assert out[["reading", "lambda1", "fedspray", "seeds", "best other", "other", "margin"]].values.tolist() == [
+        ["code", 10.0, 67.0, 1, "fedlit", 65.0, 2.0], ["paper", 1.0, 56.0, 2, "fedlit", 65.0, -9.0]]
+    assert ft.lambda1_against_rivals(sweep, table2.iloc[:0]).empty

@@ -209,6 +209,30 @@ plotting.save_figure(fig, out / "4_lambda1.png")
 display(fig)
 
 # %% [markdown]
+# **Would another $\lambda_1$ change Table 2's verdict on minority nodes?**
+# Table 2 runs the official code's $\lambda_1 = 1$; the paper recommends 10
+# on PubMed. Below, FedSpray's minority accuracy at each $\lambda_1$ against
+# the best other method of Table 2 on the same data and backbone (the runs
+# of `3_results`, stored in the same `results.csv`). On PubMed with
+# GraphSAGE, where "FedSpray best on minority nodes" fails in Table 2, a
+# larger $\lambda_1$ raises FedSpray's minority accuracy in both readings,
+# to a fraction of a point below the best rival at $\lambda_1 = 10$ in the
+# paper's reading. That rival is FedLit, whose minority accuracy here is far
+# above the paper's FedLit row (`3_results`' comparison): against the
+# paper's own FedLit number FedSpray would lead. So the GraphSAGE failure on
+# PubMed has two parts, the code's $\lambda_1$ and a stronger FedLit. On
+# the stand-ins with GraphSAGE the soft targets hurt minority nodes instead:
+# minority accuracy is highest at the smallest $\lambda_1$, on Cora no value
+# reaches FedAvg, and on Chameleon only $\lambda_1 = 0.1$ in the paper's
+# reading passes APFL.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+stored = ResultStore(out / "results.csv").read()
+rivals = ft.lambda1_against_rivals(l1_results, stored[stored["table"] == "2"])
+print(rivals.round(2).to_string(index=False))
+
+# %% [markdown]
 # ## 3. Fig. 5: size of the proxies $d_s$
 #
 # $d_s$ is the width of the feature embedding $e_i$ and of every proxy, so
