@@ -265,7 +265,7 @@ def test_a_diverged_round_is_never_reported_and_stops_the_run():
     # Scripted validation: round 2 is the best before round 4, where client 1's outputs become NaN. argmax of
     # NaN logits would score them as class-0 predictions (all "right" here); the run stops and reports round 2.
     server, clients = diverging_federation(diverge_at=4)
-    with pytest.warns(RuntimeWarning, match=r"client\(s\) 1 of 3 outputs non-finite logits.*round 4 of 8.*round 2"):
+    with pytest.warns(RuntimeWarning, match=r"client\(s\) 1 of 3 outputs NaN or \+inf logits.*round 4 of 8.*round 2"):
         result = run_rounds(server, clients, Channel(), rounds=8, num_classes=NUM_CLASSES, description="FedAvg")
     assert result.selected_round == 2 and result.metrics["test_accuracy"] == pytest.approx(0.2)
     assert result.stopped_early and result.extras["diverged_round"] == 4

@@ -144,13 +144,13 @@ def test_a_diverged_epochs_candidate_is_listed_and_never_chosen():
 
     def run_one(epochs):
         if epochs == 10:
-            raise TrainingDiverged("the model of client(s) 0 of 3 outputs non-finite logits")
+            raise TrainingDiverged("the model of client(s) 0 of 3 outputs NaN or +inf logits")
         return RunResult([], 1, {"val_accuracy": 0.5, "test_accuracy": 0.4}, [], Channel().ledger)
 
     result = search_local_epochs(algorithm, run_one, [1, 10])
     assert result.metrics["val_accuracy"] == 0.5
     assert result.extras["epochs_search"][1] == {"local_epochs": 10, "diverged": "the model of client(s) 0 of 3 "
-                                                 "outputs non-finite logits"}
+                                                 "outputs NaN or +inf logits"}
     with pytest.raises(TrainingDiverged, match=r"every local_epochs candidate \[10\] diverged; the first: the model"):
         search_local_epochs(algorithm, run_one, [10])
 
@@ -158,5 +158,5 @@ def test_a_diverged_epochs_candidate_is_listed_and_never_chosen():
 def test_a_real_diverging_run_raises_instead_of_reporting_argmax_of_nan():
     # SGD at lr 1e30: the first round's weights are not finite, so round 1 has nothing to report
     algorithm = FedAvgFT(config(fields={"optimizer": "sgd", "lr": 1e30}, local_epochs_grid=[5]), federation(), "cpu")
-    with pytest.raises(TrainingDiverged, match=r"every local_epochs candidate \[5\] diverged.*non-finite logits"):
+    with pytest.raises(TrainingDiverged, match=r"every local_epochs candidate \[5\] diverged.*NaN or \+inf logits"):
         algorithm.run()

@@ -20,11 +20,11 @@ communicated.
 
 **Diverged training is never reported.** A model whose outputs cannot be
 read (NaN or +inf logits, or a row without a finite value: its weights have
-blown up, and training does not recover from that) gives no result: :func:`evaluate_clients` raises
-:class:`TrainingDiverged` naming the clients. :func:`run_rounds` then stops;
+blown up, and training does not recover from that) gives no result:
+:func:`evaluate_clients` raises :class:`TrainingDiverged` naming the clients. :func:`run_rounds` then stops;
 under ``best_val`` it reports the best round before the divergence (the same
 round the whole run would select, since no later round can be evaluated) and
-says so in ``extras["diverged_round"]`` and a warning; with nothing finite to
+says so in ``extras["diverged_round"]`` and a warning; with nothing readable to
 report (``selection='last'``, or divergence at the first evaluation) the
 error reaches the caller, and no number is stored.
 """
@@ -51,7 +51,8 @@ SELECTIONS = ("best_val", "last")
 
 
 class TrainingDiverged(FloatingPointError):
-    """A model's outputs (or a training loss) are not finite: the run diverged and has no result to report."""
+    """A model's outputs cannot be read (:func:`unreadable`) or a training loss is not finite: the run diverged
+    and has no result to report."""
 
 
 class Client:
@@ -148,13 +149,13 @@ def unreadable(logits: Tensor) -> bool:
 def evaluate_clients(clients: Sequence[Client], num_classes: int, aggregation: str) -> tuple[dict[str, float], Outputs]:
     """Evaluate every client; return aggregated ``{split}_{metric}`` metrics and the raw predictions.
 
-    Raises :class:`TrainingDiverged` when a client's logits are not finite (argmax of NaN would score as a
-    prediction of class 0)."""
+    Raises :class:`TrainingDiverged` when a client's logits are :func:`unreadable` (argmax of NaN would score
+    as a prediction of class 0)."""
     outputs = [c.evaluate() for c in clients]
     diverged = [c.cid for c, out in zip(clients, outputs) if any(unreadable(p.logits) for p in out.values())]
     if diverged:
         raise TrainingDiverged(
-            f"the model of client(s) {', '.join(map(str, diverged))} of {len(clients)} outputs non-finite "
+            f"the model of client(s) {', '.join(map(str, diverged))} of {len(clients)} outputs NaN or +inf "
             f"logits: training diverged (a smaller learning rate usually avoids it)")
     splits = sorted({s for out in outputs for s in out})
     metrics: dict[str, float] = {}
