@@ -207,6 +207,17 @@ def test_zero_global_proxies_is_a_late_option_so_stored_runs_keep_their_ids():
     assert run_id(node_config(algorithm="fedspray", algorithm_options={"zero_global_proxies": True})) != run_id(plain)
 
 
+def test_a_client_checkpointed_before_zero_global_proxies_existed_still_shares_its_proxies(default_run):
+    import pickle
+
+    client = default_run[0].clients[0]
+    state = dict(client.__dict__)
+    del state["shares_proxies"]  # as pickled by the code before the option
+    restored = object.__new__(type(client))
+    restored.__setstate__(pickle.loads(pickle.dumps(state)))
+    assert restored.shares_proxies and PROXIES in restored.upload()
+
+
 def test_clients_deploy_their_personalized_gnn(cora3, default_run):
     algorithm, _ = default_run
     first, second = algorithm.clients[0], algorithm.clients[1]

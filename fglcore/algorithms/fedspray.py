@@ -339,6 +339,7 @@ class FedSprayClient(TrainerClient):
     def __setstate__(self, state: dict) -> None:
         # A client loaded from a checkpoint holds new tensors: register its training features again.
         self.__dict__.update(state)
+        self.__dict__.setdefault("shares_proxies", self.use_proxies)  # saved before zero_global_proxies existed
         constant_features(self.train_features)
 
     def receive(self, payload: Payload, round: int) -> None:
