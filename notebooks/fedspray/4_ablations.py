@@ -154,11 +154,13 @@ print(effect.round(2).to_string(index=False))
 
 # %% [markdown]
 # **Where we do not match Table 3, and why we think so.** On Physics
-# removing the proxies lowers both metrics in every reading, as the paper
-# finds, but by less than the paper reports (the `change` column against
-# `paper change`). On PubMed it does not hurt minority nodes in any reading:
-# FedSpray without proxies stays near FedSpray with them, far above the
-# paper's 77.11 / 42.01. The evidence that the gap is not an implementation
+# removing every proxy (`S=0`) lowers both metrics in both FedSpray
+# readings, as the paper finds, but by less than the paper reports (the
+# `change` column against `paper change`); the class-wise reading lowers
+# them most in the paper's reading of FedSpray and not at all in the
+# code's, whose labeled proxies persist across rounds. On PubMed no reading
+# hurts minority nodes: FedSpray without proxies stays near FedSpray with
+# them, far above the paper's 77.11 / 42.01. The evidence that the gap is not an implementation
 # slip of the proxies: with proxies our PubMed and Physics cells are at or
 # near the paper's (the first rows of the comparison above, and Table 2 in
 # `3_results`); the official code, run on our 7-client Cora partition,
@@ -171,8 +173,8 @@ print(effect.round(2).to_string(index=False))
 # against 77.11 for S = 0. So the paper's PubMed S = 0 row was most likely
 # produced by a setting we cannot see (its ablation code is not released);
 # the claim "proxies matter" holds here on Physics, weakly, and not on
-# PubMed. The stand-ins (Cora, CiteSeer) show the same small overall loss
-# and no minority loss.
+# PubMed. The stand-ins (Cora, CiteSeer) show a small overall loss and no
+# minority loss beyond the seed-to-seed noise.
 
 # %% [markdown]
 # ## 2. Fig. 4: sensitivity to $\lambda_1$
