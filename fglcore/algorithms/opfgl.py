@@ -181,9 +181,12 @@ PROTOCOL: dict[str, Any] = {
     "model": "gcn", "hidden": 64, "num_layers": 2, "dropout": 0.0, "weight_decay": 0.0, "rounds": 1,
     "metric_aggregation": "client_weighted",
 }
-"""O-pFGL's evaluation protocol (digest §5.2-5.7, A13-A14): partition and split fixed at seed 42 for all
-runs, per-client stratified 20/40/40, 2-layer GCN (64) without dropout or weight decay, clients weighted
-by local node count."""
+"""O-pFGL's evaluation protocol (digest §5.2-5.7, A13-A14): partition and split fixed for all runs,
+per-client stratified 20/40/40, 2-layer GCN (64) without dropout or weight decay, clients weighted by
+local node count. Ours are drawn at seed 42 (the digest's reading of ``--seed 42``); the official code
+(``main.py``, ``util/base_data_util.py`` at 45c8643) never reads ``--seed``: it draws them once, cached
+on disk, under ``seed_everything(0)`` of the first run, with python-louvain and an unseeded KMeans, so no
+seed reproduces its draw here."""
 
 
 def cora_louvain_config(seed: int, **changes: Any) -> ExperimentConfig:

@@ -64,9 +64,12 @@ pd.set_option("display.width", 200)
 # ## 1. Louvain+ and Metis+: per-client label histograms
 #
 # The paper (Sec. 5.1, App. A.1) calls both splits label-imbalanced with
-# clients of unequal size; the authors' code builds them with seed 42 (digest
-# §5.2; a simulation there found Cora clients of 28-532 nodes under
-# Louvain+, one with 237 of its 280 nodes in one class). Each row is a
+# clients of unequal size. The authors' code draws them once, cached on
+# disk, under its first run's seed (`seed_everything(0)`; its `--seed 42`
+# is parsed but never read), with python-louvain and an unseeded KMeans; ours
+# are drawn at seed 42 with networkx's Louvain, so the clients differ from
+# theirs (digest §5.2: a simulation found Cora clients of 28-532 nodes
+# under Louvain+, one with 237 of its 280 nodes in one class). Each row is a
 # client, each column a class, shaded by the share of the client's nodes.
 
 # %%
@@ -76,7 +79,7 @@ summary = pd.DataFrame({f"{d} {p}": om.skew_summary(om.label_histograms(f)) for 
 print(summary.round(2).to_string())
 
 # %% [markdown]
-# The partition does not depend on the profile (seed 42). On Cora, our
+# The partition does not depend on the profile (our seed 42). On Cora, our
 # Louvain+ gives clients of 168-409 nodes whose largest class holds 44% of
 # their nodes on average; Metis+ is more skewed (81-568 nodes, 69%). Both are
 # label-skewed as the paper says; Louvain+'s sizes are less spread than the

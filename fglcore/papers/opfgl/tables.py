@@ -9,8 +9,9 @@ tagged ``paper="opfgl"`` and with the paper's table number, so
 
 **Protocol** (:data:`PROTOCOL`, :data:`fglcore.algorithms.opfgl.PROTOCOL`;
 digest §5.2-5.7): Louvain+ or Metis+ (100 groups, KMeans on their label
-histograms, seed 42) into 10 or 20 clients, a per-client stratified
-20/40/40 split fixed at seed 42, a 2-layer GCN with 64 hidden units without
+histograms; ours drawn at seed 42, the official code's once under its
+first run's seed, see :data:`fglcore.algorithms.opfgl.PROTOCOL`) into 10 or
+20 clients, a per-client stratified 20/40/40 split fixed for all runs, a 2-layer GCN with 64 hidden units without
 dropout or weight decay, accuracy and macro-F1 over all classes per client
 averaged with weights = local node counts, mean ± population std over seeds
 0, 1, 2.
