@@ -330,7 +330,6 @@ class FedSprayClient(TrainerClient):
             if self.use_proxies
             else None
         )
-        self.shares_proxies = self.use_proxies and not self.options["zero_global_proxies"]
         self.global_proxies: Tensor | None = (
             None if self.shares_proxies else torch.zeros(num_classes, self.options["proxy_dim"], device=device))
         self.class_ratios = class_ratios(trainer.y_train, num_classes).to(device)
@@ -339,8 +338,13 @@ class FedSprayClient(TrainerClient):
     def __setstate__(self, state: dict) -> None:
         # A client loaded from a checkpoint holds new tensors: register its training features again.
         self.__dict__.update(state)
-        self.__dict__.setdefault("shares_proxies", self.use_proxies)  # saved before zero_global_proxies existed
         constant_features(self.train_features)
+
+    @property
+    def shares_proxies(self) -> bool:
+        """Whether this client uploads class proxies and receives :math:`\\mathbf S` (not under either S = 0);
+        a client checkpointed before ``zero_global_proxies`` existed lacks the option and shares them."""
+        return self.use_proxies and not self.options.get("zero_global_proxies", False)
 
     def receive(self, payload: Payload, round: int) -> None:
         load_payload(self.encoder, {name: value for name, value in payload.items() if name != PROXIES})
