@@ -174,3 +174,44 @@ def test_one_round_fedgta_and_fedpub_choose_their_local_epochs_on_validation_wit
         assert fields["rounds"] == 1 and fields["algorithm_options"]["local_epochs_grid"] == [5, 50]
         assert not fields["algorithm_options"].get("fine_tune", False)
         ExperimentConfig.from_dict({"algorithm": method, **fields})  # accepted by the algorithm
+
+
+def test_the_partition_check_draws_table_1s_louvain_plus_at_each_seed_and_rejects_bad_seeds():
+    p = ot.ablations_plan(["partitions"], ["Cora"], [0, 1], 10, 20, {}, ["Cora"], [10], ["opfgl"], [5], 3,
+                          partition_seeds=[42, 7], partition_methods=["local", "opfgl"])
+    configs = p["configs"]["partitions"]
+    assert len(configs) == 2 * 2 * 2  # draws x methods x seeds
+    for c in configs:
+        assert (c.partition, c.num_clients, c.split_seed) == ("louvain_plus", 10, 42)
+        assert c.setting == f"partition_seed={c.partition_seed}"
+    assert {c.partition_seed for c in configs} == {42, 7}
+    default = ot.ablations_plan(["partitions"], ["Cora"], [0], 10, 20, {}, ["Cora"], [10], ["opfgl"], [5], 3)
+    assert {c.partition_seed for c in default["configs"]["partitions"]} == {42}
+    assert {c.algorithm for c in default["configs"]["partitions"]} == set(ot.PARTITION_METHODS)
+    for bad, named in (([-1], "partition_seeds"), (["a"], "partition_seeds"), ([], "partition_seeds")):
+        with pytest.raises(ConfigError, match=named):
+            ot.ablations_plan(["partitions"], ["Cora"], [0], 10, 20, {}, ["Cora"], [10], ["opfgl"], [5], 3,
+                              partition_seeds=bad)
+    with pytest.raises(ConfigError, match="partition_methods.*'fedx'"):
+        ot.ablations_plan(["partitions"], ["Cora"], [0], 10, 20, {}, ["Cora"], [10], ["opfgl"], [5], 3,
+                          partition_methods=["fedx"])
+
+
+def test_partition_margins_are_opfgl_minus_each_rival_per_draw_with_the_papers_table_1_margin():
+    rows = pd.DataFrame([
+        {"table": "partitions", "setting": f"partition_seed={d}", "dataset": "Cora", "method": m, "metric": metric,
+         "seed": s, "value": base + shift + s}
+        for d, shift in ((42, 0.0), (0, 4.0))
+        for m, base in (("opfgl", 70.0), ("fedtad", 68.0))
+        for metric in ("accuracy", "macro_f1") for s in (0, 1)
+    ])
+    rows.loc[(rows["method"] == "fedtad") & (rows["setting"] == "partition_seed=0"), "value"] -= 3.0
+    margins = ot.partition_margins(rows).set_index(["rival", "draw"])
+    assert margins.loc[("fedtad", "partition_seed=42"), "accuracy"] == "+2.00"
+    assert margins.loc[("fedtad", "partition_seed=0"), "accuracy"] == "+5.00"
+    assert margins.loc[("fedtad", "mean over draws"), "macro_f1"] == "+3.50"
+    assert margins.loc[("fedtad", "lowest .. highest"), "accuracy"] == "+2.00 .. +5.00"
+    # Table 1, Cora, Louvain+ 10 clients: O-pFGL 76.43 / 61.58, FedTAD 70.10 / 45.57 (paper.yaml)
+    assert margins.loc[("fedtad", "paper (Table 1)"), "accuracy"] == "+6.33"
+    assert margins.loc[("fedtad", "paper (Table 1)"), "macro_f1"] == "+16.01"
+    assert ot.partition_margins(rows[rows["method"] != "opfgl"]).empty

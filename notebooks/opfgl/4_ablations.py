@@ -34,12 +34,16 @@
 #   `fglcore/models/pge_direct.py` and `pge_inner.py`;
 # * **Table 7**: ReNode, a class-imbalance method (runs once registered);
 # * the sensitivity to $\beta$, $K$, $f_{th}$ and $d_{th}$ (Figs. 8/9, Table 21's
-#   grid) on Cora and CiteSeer, and the number of clients (5, 10, 20, 50).
+#   grid) on Cora and CiteSeer, and the number of clients (5, 10, 20, 50);
+# * not in the paper: O-pFGL, FedTAD and Standalone on other draws of Table 1's
+#   Louvain+ partition (§5), to see how much of our gap to Table 1 one draw can
+#   explain (the authors' draw cannot be reproduced: their code never reads its
+#   seed, see `fglcore.algorithms.opfgl.PROTOCOL`).
 
 # %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
 output_dir = ""  # results folder; empty means outputs/<profile>/opfgl
-tables = ["fig3", "fig4", "19", "22", "23", "7", "sensitivity", "clients"]  # what to run (paper tables, sensitivity, clients)
+tables = ["fig3", "fig4", "19", "22", "23", "7", "sensitivity", "clients", "partitions"]  # what to run (paper tables, sensitivity, clients, partition draws)
 datasets = ["Cora"]  # datasets of the ablations (paper: Cora, CiteSeer, PubMed, ogbn-arxiv)
 seeds = [0, 1, 2]  # repetitions (paper: 0, 1, 2)
 condense_iterations = 1000  # O-pFGL's condensation iterations; 0 keeps each command's own (3000)
@@ -48,7 +52,9 @@ sensitivity = {"beta": [0.1, 0.2, 0.5, 1.0], "K": [1, 2, 3], "f_th": [0.95, 1.0]
 sensitivity_datasets = ["Cora"]  # datasets of the sensitivity sweep (paper: Cora, CiteSeer)
 client_counts = [5, 10, 20, 50]  # numbers of clients of the scalability sweep (Louvain+)
 scale_methods = ["local", "fedavg_ft", "opfgl"]  # methods of the scalability sweep
-epochs_grid = [5, 50]  # local epochs tried by the one-round baselines of the client sweep
+partition_seeds = [42, 0, 1, 2, 3]  # Louvain+ draws of the partition check (Table 1's protocol: 42)
+partition_methods = ["local", "fedtad", "opfgl"]  # methods of the partition check
+epochs_grid = [5, 50]  # local epochs tried by the one-round baselines of the client and partition sweeps
 local_rounds = 100  # Standalone's epochs (best on validation)
 progress = True  # show progress bars
 
@@ -61,7 +67,7 @@ from fglcore.papers.opfgl import tables as ot
 from fglcore.results import ResultStore
 
 plan = ot.ablations_plan(tables, datasets, seeds, condense_iterations, max_epochs, sensitivity, sensitivity_datasets,
-                         client_counts, scale_methods, epochs_grid, local_rounds)
+                         client_counts, scale_methods, epochs_grid, local_rounds, partition_seeds, partition_methods)
 out = paths.resolve_output_dir(output_dir, profile, "opfgl")
 runtime.set_threads()
 plotting.set_style()
@@ -183,7 +189,46 @@ if "clients" in results:
     display(fig)
 
 # %% [markdown]
-# ## 5. Report
+# ## 5. One partition draw, or the method? O-pFGL's margin across Louvain+ draws
+#
+# Our Table 1 runs on Cora put O-pFGL 3-4 points of accuracy below the paper
+# while the baselines land within about a point of theirs, so our O-pFGL leads
+# FedTAD by less than the paper's. Louvain+ groups Louvain communities into
+# clients with a KMeans on their label histograms: another draw gives clients
+# other label skews, and O-pFGL's personalisation is what label skew rewards.
+# Below, the same runs on other draws (`partition_seed`; the split seed stays
+# 42). If the paper's margin lies within the range over draws, one draw can
+# explain our gap; if it lies above every draw, the draw cannot.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+if "partitions" in results:
+    margins = ot.partition_margins(results["partitions"])
+    print("O-pFGL minus each method, points (mean over seeds per draw):")
+    print(margins.to_string(index=False))
+
+# %%
+if "partitions" in results:
+    import seaborn as sns
+    from matplotlib.figure import Figure
+
+    frame = results["partitions"][results["partitions"]["metric"].isin(["accuracy", "macro_f1"])]
+    frame = frame.assign(draw=frame["setting"].str.replace("partition_seed=", "", regex=False))
+    drawn = list(dict.fromkeys(frame["dataset"]))
+    fig = Figure(figsize=(9, 3.2 * len(drawn)))
+    axes = fig.subplots(len(drawn), 2, squeeze=False)
+    for row, dataset in zip(axes, drawn):
+        for ax, metric in zip(row, ("accuracy", "macro_f1")):
+            sns.pointplot(data=frame[(frame["dataset"] == dataset) & (frame["metric"] == metric)], x="draw",
+                          y="value", hue="method", errorbar="sd", dodge=0.3, linestyle="none", ax=ax)
+            ax.set_xlabel("Louvain+ partition seed (Table 1: 42)")
+            ax.set_title(f"{dataset}, {metric} (10 clients)")
+    fig.tight_layout()
+    plotting.save_figure(fig, out / "4_partition_draws.png")
+    display(fig)
+
+# %% [markdown]
+# ## 6. Report
 
 # %%
 # NBVAL_CHECK_OUTPUT

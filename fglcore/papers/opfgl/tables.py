@@ -452,6 +452,53 @@ SENSITIVITY: dict[str, str] = {"beta": "beta", "K": "hre_top_k", "f_th": "hre_co
 """Sensitivity parameters (Sec. 5.5, Figs. 8/9 and Table 21's grid) and the O-pFGL option each sets."""
 
 
+PARTITION_METHODS = ["local", "fedtad", "opfgl"]
+"""Methods of the partition-draw check (``"partitions"``): O-pFGL, Table 1's strongest one-round baseline on Cora
+(FedTAD) and Standalone, which needs no federation."""
+
+
+def partition_margins(results: pd.DataFrame, metrics: Sequence[str] = ("accuracy", "macro_f1")) -> pd.DataFrame:
+    """O-pFGL's margin over each other method, per dataset and partition draw (``setting``), from the means over
+    seeds of the ``"partitions"`` runs; then, per dataset and method, the mean and the range over draws and the
+    paper's Table 1 margin (``params/opfgl/paper.yaml``; Louvain+, 10 clients, GCN).
+
+    Columns ``dataset``, ``rival``, ``draw``, then ``<metric>`` per metric (points; positive: O-pFGL ahead).
+    """
+    rows = results[results["metric"].isin(metrics)]
+    if rows.empty or "opfgl" not in set(rows["method"]):
+        return pd.DataFrame()
+    means = rows.groupby(["dataset", "setting", "method", "metric"], sort=False)["value"].mean()
+    paper = pd.DataFrame(load_paper(PAPER)["results"])
+    paper = paper[(paper["table"] == "1") & (paper["partition"] == "louvain_plus") & (paper["num_clients"] == 10)
+                  & (paper["model"] == "gcn")].set_index(["dataset", "method", "metric"])["mean"]
+    out = []
+    for dataset in means.index.unique("dataset"):
+        of = means.loc[dataset]
+        rivals = [m for m in of.index.unique("method") if m != "opfgl"]
+        for rival in rivals:
+            draws = []
+            for setting in of.index.unique("setting"):
+                entry = {"dataset": dataset, "rival": rival, "draw": setting}
+                for metric in metrics:
+                    ours, theirs = of.get((setting, "opfgl", metric)), of.get((setting, rival, metric))
+                    entry[metric] = None if ours is None or theirs is None else ours - theirs
+                draws.append(entry)
+            frame = pd.DataFrame(draws)
+            summary = {"dataset": dataset, "rival": rival}
+            out += draws
+            out.append({**summary, "draw": "mean over draws", **frame[list(metrics)].mean().to_dict()})
+            out.append({**summary, "draw": "lowest .. highest",
+                        **{m: f"{frame[m].min():+.2f} .. {frame[m].max():+.2f}" for m in metrics}})
+            out.append({**summary, "draw": "paper (Table 1)",
+                        **{m: paper.get((dataset, "opfgl", m), float("nan")) - paper.get((dataset, rival, m), float("nan"))
+                           for m in metrics}})
+    frame = pd.DataFrame(out, columns=["dataset", "rival", "draw", *metrics])
+    for m in metrics:
+        frame[m] = [f"{v:+.2f}" if isinstance(v, float) and v == v else ("n/a" if isinstance(v, float) else v)
+                    for v in frame[m]]
+    return frame
+
+
 def _opfgl_config(table: str, dataset: str, partition: str, num_clients: int, seed: int, setting: str,
                   changes: Mapping[str, Any], condense_iterations: int | None, max_epochs: int) -> ExperimentConfig:
     options, _ = opfgl_options(dataset, partition)
@@ -463,22 +510,37 @@ def _opfgl_config(table: str, dataset: str, partition: str, num_clients: int, se
                                        "algorithm_options": options, "seed": seed})
 
 
+def _baseline_config(table: str, method: str, dataset: str, partition: str, num_clients: int, seed: int,
+                     epochs_grid: Sequence[int], max_epochs: int, local_rounds: int,
+                     **fields: Any) -> ExperimentConfig:
+    return ExperimentConfig.from_dict({
+        **paper_protocol(), "table": table, "dataset": dataset, "partition": partition, "num_clients": num_clients,
+        "algorithm": method, "seed": seed, **fields,
+        **baseline_fields(method, epochs_grid=epochs_grid, max_epochs=max_epochs, local_rounds=local_rounds)})
+
+
 def ablations_plan(tables: Sequence[str], datasets: Sequence[str], seeds: Sequence[int], condense_iterations: int,
                    max_epochs: int, sensitivity: Mapping[str, Sequence[float]], sensitivity_datasets: Sequence[str],
                    client_counts: Sequence[int], scale_methods: Sequence[str], epochs_grid: Sequence[int],
-                   local_rounds: int) -> dict[str, Any]:
+                   local_rounds: int, partition_seeds: Sequence[int] | None = None,
+                   partition_methods: Sequence[str] = PARTITION_METHODS) -> dict[str, Any]:
     """What ``notebooks/opfgl/4_ablations`` runs: ``{"configs": {table: configs}, "status": frame}``.
 
     ``tables`` among :data:`ABLATION_SETTINGS` (the paper's) and ``"7"`` (ReNode vs O-pFGL, via the
     registry), ``"sensitivity"`` (each parameter of ``sensitivity`` swept alone on ``sensitivity_datasets``,
-    Louvain+; setting ``"<name>=<value>"``) and ``"clients"`` (``scale_methods`` on Louvain+ with each of
-    ``client_counts`` clients). ``status`` names the variants that cannot run here.
+    Louvain+; setting ``"<name>=<value>"``), ``"clients"`` (``scale_methods`` on Louvain+ with each of
+    ``client_counts`` clients) and ``"partitions"`` (``partition_methods`` on Table 1's Louvain+ with 10
+    clients drawn at each of ``partition_seeds``, None: the protocol's 42 alone; setting ``"partition_seed=<seed>"``: how much of a gap to
+    Table 1 one partition draw can explain, :func:`partition_margins`). ``status`` names the variants that
+    cannot run here.
     """
     from fglcore import experiment
     from fglcore.checks import NON_NEGATIVE, POSITIVE
 
-    accepted = [*ABLATION_SETTINGS, "7", "sensitivity", "clients"]
-    experiment.check_lists(tables=tables, datasets=datasets, seeds=seeds)
+    accepted = [*ABLATION_SETTINGS, "7", "sensitivity", "clients", "partitions"]
+    if partition_seeds is None:
+        partition_seeds = [paper_protocol()["partition_seed"]]
+    experiment.check_lists(tables=tables, datasets=datasets, seeds=seeds, partition_seeds=partition_seeds)
     for t in tables:
         if t not in accepted:
             raise ConfigError(f"parameter 'tables': {t!r} is not accepted; accepted: {', '.join(accepted)}")
@@ -500,9 +562,10 @@ def ablations_plan(tables: Sequence[str], datasets: Sequence[str], seeds: Sequen
     NON_NEGATIVE.check("parameter 'condense_iterations'", condense_iterations)
     POSITIVE.check("parameter 'max_epochs'", max_epochs)
     POSITIVE.check("parameter 'client_counts'", list(client_counts))
-    for m in scale_methods:
-        if m not in METHODS:
-            raise ConfigError(f"parameter 'scale_methods': {m!r} is not accepted; accepted: {', '.join(METHODS)}")
+    for name, methods in (("scale_methods", scale_methods), ("partition_methods", partition_methods)):
+        for m in methods:
+            if m not in METHODS:
+                raise ConfigError(f"parameter {name!r}: {m!r} is not accepted; accepted: {', '.join(METHODS)}")
     iterations = condense_iterations or None
     configs: dict[str, list[ExperimentConfig]] = {}
     status = []
@@ -510,7 +573,8 @@ def ablations_plan(tables: Sequence[str], datasets: Sequence[str], seeds: Sequen
              "algorithm_options.local_epochs_grid": "epochs_grid", "rounds": "local_rounds",
              "algorithm_options.max_epochs": "max_epochs", "num_clients": "client_counts",
              "algorithm_options.beta": "sensitivity", "algorithm_options.hre_top_k": "sensitivity",
-             "algorithm_options.hre_confidence": "sensitivity", "algorithm_options.hre_min_degree": "sensitivity"}
+             "algorithm_options.hre_confidence": "sensitivity", "algorithm_options.hre_min_degree": "sensitivity",
+             "partition_seed": "partition_seeds"}
     with experiment.parameters_named(names):
         for table in tables:
             found = []
@@ -535,11 +599,8 @@ def ablations_plan(tables: Sequence[str], datasets: Sequence[str], seeds: Sequen
                                 if method == "opfgl":
                                     found.append(_opfgl_config("7", d, part, 10, s, "", {}, iterations, max_epochs))
                                 else:
-                                    found.append(ExperimentConfig.from_dict({
-                                        **paper_protocol(), "table": "7", "dataset": d, "partition": part,
-                                        "num_clients": 10, "algorithm": method, "seed": s,
-                                        **baseline_fields(method, epochs_grid=epochs_grid, max_epochs=max_epochs,
-                                                          local_rounds=local_rounds)}))
+                                    found.append(_baseline_config("7", method, d, part, 10, s, epochs_grid,
+                                                                  max_epochs, local_rounds))
             elif table == "sensitivity":
                 for name, values in sensitivity.items():
                     for v in values:
@@ -551,7 +612,7 @@ def ablations_plan(tables: Sequence[str], datasets: Sequence[str], seeds: Sequen
                         found += [_opfgl_config("sensitivity", d, "louvain_plus", 10, s, f"{name}={v:g}", changes,
                                                 iterations, max_epochs)
                                   for d in sensitivity_datasets for s in seeds]
-            else:  # clients
+            elif table == "clients":
                 for k in client_counts:
                     for method in scale_methods:
                         if method_status(method) != "registered":
@@ -562,12 +623,24 @@ def ablations_plan(tables: Sequence[str], datasets: Sequence[str], seeds: Sequen
                                     found.append(_opfgl_config("clients", d, "louvain_plus", k, s, "", {},
                                                                iterations, max_epochs))
                                 else:
-                                    found.append(ExperimentConfig.from_dict({
-                                        **paper_protocol(), "table": "clients", "dataset": d,
-                                        "partition": "louvain_plus", "num_clients": k, "algorithm": method,
-                                        "seed": s, **baseline_fields(method, epochs_grid=epochs_grid,
-                                                                     max_epochs=max_epochs,
-                                                                     local_rounds=local_rounds)}))
+                                    found.append(_baseline_config("clients", method, d, "louvain_plus", k, s,
+                                                                  epochs_grid, max_epochs, local_rounds))
+            else:  # partitions
+                for p in partition_seeds:
+                    setting = f"partition_seed={p}"
+                    for method in partition_methods:
+                        if method_status(method) != "registered":
+                            continue
+                        for d in datasets:
+                            for s in seeds:
+                                if method == "opfgl":
+                                    config = _opfgl_config("partitions", d, "louvain_plus", 10, s, setting, {},
+                                                           iterations, max_epochs)
+                                    found.append(config.replace(partition_seed=p))
+                                else:
+                                    found.append(_baseline_config("partitions", method, d, "louvain_plus", 10, s,
+                                                                  epochs_grid, max_epochs, local_rounds,
+                                                                  setting=setting, partition_seed=p))
             configs[table] = found
     return {"configs": configs, "status": pd.DataFrame(status, columns=["table", "setting", "why"])}
 
