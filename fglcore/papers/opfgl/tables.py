@@ -510,9 +510,16 @@ def _opfgl_config(table: str, dataset: str, partition: str, num_clients: int, se
                                        "algorithm_options": options, "seed": seed})
 
 
-def _baseline_config(table: str, method: str, dataset: str, partition: str, num_clients: int, seed: int,
-                     epochs_grid: Sequence[int], max_epochs: int, local_rounds: int,
-                     **fields: Any) -> ExperimentConfig:
+def _method_config(table: str, method: str, dataset: str, partition: str, num_clients: int, seed: int, *,
+                   iterations: int | None, max_epochs: int, epochs_grid: Sequence[int], local_rounds: int,
+                   **fields: Any) -> ExperimentConfig:
+    """One run of an ablation table beside the paper's: O-pFGL with the command for ``dataset`` and
+    ``partition``, any other method under the one-round protocol (:func:`baseline_fields`); ``fields`` (e.g.
+    ``setting``, ``partition_seed``) apply to either."""
+    if method == "opfgl":
+        config = _opfgl_config(table, dataset, partition, num_clients, seed, fields.pop("setting", ""), {},
+                               iterations, max_epochs)
+        return config.replace(**fields) if fields else config
     return ExperimentConfig.from_dict({
         **paper_protocol(), "table": table, "dataset": dataset, "partition": partition, "num_clients": num_clients,
         "algorithm": method, "seed": seed, **fields,
@@ -567,6 +574,8 @@ def ablations_plan(tables: Sequence[str], datasets: Sequence[str], seeds: Sequen
             if m not in METHODS:
                 raise ConfigError(f"parameter {name!r}: {m!r} is not accepted; accepted: {', '.join(METHODS)}")
     iterations = condense_iterations or None
+    run_args = {"iterations": iterations, "max_epochs": max_epochs, "epochs_grid": epochs_grid,
+                "local_rounds": local_rounds}
     configs: dict[str, list[ExperimentConfig]] = {}
     status = []
     names = {"seed": "seeds", "algorithm_options.condense_iterations": "condense_iterations",
@@ -591,16 +600,9 @@ def ablations_plan(tables: Sequence[str], datasets: Sequence[str], seeds: Sequen
                 for method in ("opfgl", "renode"):
                     ok = method_status(method) == "registered"
                     status.append({"table": "7", "setting": method, "why": "runs" if ok else "not implemented"})
-                    if not ok:
-                        continue
-                    for part in PARTITIONS_OF_7:
-                        for d in datasets:
-                            for s in seeds:
-                                if method == "opfgl":
-                                    found.append(_opfgl_config("7", d, part, 10, s, "", {}, iterations, max_epochs))
-                                else:
-                                    found.append(_baseline_config("7", method, d, part, 10, s, epochs_grid,
-                                                                  max_epochs, local_rounds))
+                    if ok:
+                        found += [_method_config("7", method, d, part, 10, s, **run_args)
+                                  for part in PARTITIONS_OF_7 for d in datasets for s in seeds]
             elif table == "sensitivity":
                 for name, values in sensitivity.items():
                     for v in values:
@@ -613,34 +615,14 @@ def ablations_plan(tables: Sequence[str], datasets: Sequence[str], seeds: Sequen
                                                 iterations, max_epochs)
                                   for d in sensitivity_datasets for s in seeds]
             elif table == "clients":
-                for k in client_counts:
-                    for method in scale_methods:
-                        if method_status(method) != "registered":
-                            continue
-                        for d in datasets:
-                            for s in seeds:
-                                if method == "opfgl":
-                                    found.append(_opfgl_config("clients", d, "louvain_plus", k, s, "", {},
-                                                               iterations, max_epochs))
-                                else:
-                                    found.append(_baseline_config("clients", method, d, "louvain_plus", k, s,
-                                                                  epochs_grid, max_epochs, local_rounds))
+                found += [_method_config("clients", method, d, "louvain_plus", k, s, **run_args)
+                          for k in client_counts for method in scale_methods if method_status(method) == "registered"
+                          for d in datasets for s in seeds]
             else:  # partitions
-                for p in partition_seeds:
-                    setting = f"partition_seed={p}"
-                    for method in partition_methods:
-                        if method_status(method) != "registered":
-                            continue
-                        for d in datasets:
-                            for s in seeds:
-                                if method == "opfgl":
-                                    config = _opfgl_config("partitions", d, "louvain_plus", 10, s, setting, {},
-                                                           iterations, max_epochs)
-                                    found.append(config.replace(partition_seed=p))
-                                else:
-                                    found.append(_baseline_config("partitions", method, d, "louvain_plus", 10, s,
-                                                                  epochs_grid, max_epochs, local_rounds,
-                                                                  setting=setting, partition_seed=p))
+                found += [_method_config("partitions", method, d, "louvain_plus", 10, s, **run_args,
+                                         setting=f"partition_seed={p}", partition_seed=p)
+                          for p in partition_seeds for method in partition_methods
+                          if method_status(method) == "registered" for d in datasets for s in seeds]
             configs[table] = found
     return {"configs": configs, "status": pd.DataFrame(status, columns=["table", "setting", "why"])}
 
