@@ -276,6 +276,28 @@ show_comparison(t5_results, "5", index=("dataset", "method", "setting"))
 show_claims(t5_results, "5")
 
 # %% [markdown]
+# FedSpray's lead over FedAvg at each $E$ (points; the paper's, from the
+# table above: about +1 overall and +12 on minority nodes at every $E$):
+
+# %%
+# NBVAL_CHECK_OUTPUT
+leads = [ft.fedspray_margins(t5_results[t5_results["setting"].str.endswith(f"E={e}")]).assign(E=e)
+         for e in ft.LOCAL_EPOCHS]
+print(pd.concat(leads, ignore_index=True).round(2).to_string(index=False))
+
+# %% [markdown]
+# **Ours** (Chameleon standing in for WikiCS, which the mirror lacks; GCN,
+# five seeds): in the paper's reading FedSpray leads FedAvg on minority nodes
+# at every $E$, growing with $E$, by about half to three quarters of the
+# paper's 12 points; in the official code's reading the lead is within a
+# seed's noise at $E = 3$ and 5 (minority std 3-6 points over seeds) and
+# about 3 points at $E = 10$. The overall lead is larger than the paper's
+# single point, 7-10 points in the paper's reading and 2-4 in the code's: on
+# heterophilous Chameleon FedAvg's GCN is weak, and the encoder's soft
+# targets carry what the graph does not. The claim's direction holds here in
+# the paper's reading; its size belongs to WikiCS.
+
+# %% [markdown]
 # ## Report
 #
 # `comparison.csv` and `claims.csv` from every row of this folder's
