@@ -118,6 +118,8 @@ print({table: len(configs) for table, configs in plan["configs"].items()})
 #
 # The ablations are nearly all O-pFGL runs (198 of 270). At 58-67 s of CPU each on Cora, CiteSeer and PubMed (measured; condensation scaled from 300 iterations), they make a predictable 3.4 of its 4.7 CPU h.
 #
+# **The partition check (§5, added 2026-11-27, not in the table above)**: 135 runs, of which the 27 on Table 1's draw are `3_results`' runs, copied. On Cora, with three runs sharing the two cores, a draw and seed took about 180 s of wall (FedTAD about 110 s, O-pFGL about 70 s, Standalone 4 s): roughly 120 s of CPU, so about 0.5 CPU h for Cora's 15 draws and seeds; CiteSeer and PubMed, not measured, perhaps twice that each, about 2 CPU h in all.
+#
 
 # %%
 results = {}
