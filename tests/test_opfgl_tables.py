@@ -215,3 +215,7 @@ def test_partition_margins_are_opfgl_minus_each_rival_per_draw_with_the_papers_t
     assert margins.loc[("fedtad", "paper (Table 1)"), "accuracy"] == "+6.33"
     assert margins.loc[("fedtad", "paper (Table 1)"), "macro_f1"] == "+16.01"
     assert ot.partition_margins(rows[rows["method"] != "opfgl"]).empty
+    # a seed O-pFGL has not run yet is left out of the rival's side too (paired per seed)
+    unpaired = rows[~((rows["method"] == "opfgl") & (rows["seed"] == 1) & (rows["setting"] == "partition_seed=0"))]
+    margins = ot.partition_margins(unpaired).set_index(["rival", "draw"])
+    assert margins.loc[("fedtad", "partition_seed=0"), "accuracy"] == "+5.00"

@@ -458,44 +458,37 @@ PARTITION_METHODS = ["local", "fedtad", "opfgl"]
 
 
 def partition_margins(results: pd.DataFrame, metrics: Sequence[str] = ("accuracy", "macro_f1")) -> pd.DataFrame:
-    """O-pFGL's margin over each other method, per dataset and partition draw (``setting``), from the means over
-    seeds of the ``"partitions"`` runs; then, per dataset and method, the mean and the range over draws and the
-    paper's Table 1 margin (``params/opfgl/paper.yaml``; Louvain+, 10 clients, GCN).
+    """O-pFGL's margin over each other method, per dataset and partition draw (``setting``): the mean over
+    seeds of the per-seed differences (seeds where both ran) of the ``"partitions"`` runs; then, per dataset and
+    method, the mean and the range over draws and the paper's Table 1 margin (``params/opfgl/paper.yaml``;
+    Louvain+, 10 clients, GCN).
 
     Columns ``dataset``, ``rival``, ``draw``, then ``<metric>`` per metric (points; positive: O-pFGL ahead).
     """
     rows = results[results["metric"].isin(metrics)]
     if rows.empty or "opfgl" not in set(rows["method"]):
         return pd.DataFrame()
-    means = rows.groupby(["dataset", "setting", "method", "metric"], sort=False)["value"].mean()
+    wide = rows.pivot_table(index=["dataset", "setting", "seed"], columns=["method", "metric"], values="value",
+                            aggfunc="mean", sort=False)
     paper = pd.DataFrame(load_paper(PAPER)["results"])
     paper = paper[(paper["table"] == "1") & (paper["partition"] == "louvain_plus") & (paper["num_clients"] == 10)
                   & (paper["model"] == "gcn")].set_index(["dataset", "method", "metric"])["mean"]
     out = []
-    for dataset in means.index.unique("dataset"):
-        of = means.loc[dataset]
-        rivals = [m for m in of.index.unique("method") if m != "opfgl"]
-        for rival in rivals:
-            draws = []
-            for setting in of.index.unique("setting"):
-                entry = {"dataset": dataset, "rival": rival, "draw": setting}
-                for metric in metrics:
-                    ours, theirs = of.get((setting, "opfgl", metric)), of.get((setting, rival, metric))
-                    entry[metric] = None if ours is None or theirs is None else ours - theirs
-                draws.append(entry)
-            frame = pd.DataFrame(draws)
+    for rival in [m for m in wide.columns.unique("method") if m != "opfgl"]:
+        lead = pd.DataFrame({m: wide[("opfgl", m)] - wide[(rival, m)] for m in metrics})
+        per_draw = lead.groupby(level=["dataset", "setting"], sort=False).mean()
+        for dataset, draws in per_draw.groupby(level="dataset", sort=False):
             summary = {"dataset": dataset, "rival": rival}
-            out += draws
-            out.append({**summary, "draw": "mean over draws", **frame[list(metrics)].mean().to_dict()})
+            out += [{**summary, "draw": setting, **row} for (_, setting), row in draws.iterrows()]
+            out.append({**summary, "draw": "mean over draws", **draws.mean().to_dict()})
             out.append({**summary, "draw": "lowest .. highest",
-                        **{m: f"{frame[m].min():+.2f} .. {frame[m].max():+.2f}" for m in metrics}})
+                        **{m: f"{draws[m].min():+.2f} .. {draws[m].max():+.2f}" for m in metrics}})
             out.append({**summary, "draw": "paper (Table 1)",
                         **{m: paper.get((dataset, "opfgl", m), float("nan")) - paper.get((dataset, rival, m), float("nan"))
                            for m in metrics}})
     frame = pd.DataFrame(out, columns=["dataset", "rival", "draw", *metrics])
     for m in metrics:
-        frame[m] = [f"{v:+.2f}" if isinstance(v, float) and v == v else ("n/a" if isinstance(v, float) else v)
-                    for v in frame[m]]
+        frame[m] = [v if isinstance(v, str) else "n/a" if pd.isna(v) else f"{v:+.2f}" for v in frame[m]]
     return frame
 
 
@@ -537,9 +530,9 @@ def ablations_plan(tables: Sequence[str], datasets: Sequence[str], seeds: Sequen
     registry), ``"sensitivity"`` (each parameter of ``sensitivity`` swept alone on ``sensitivity_datasets``,
     Louvain+; setting ``"<name>=<value>"``), ``"clients"`` (``scale_methods`` on Louvain+ with each of
     ``client_counts`` clients) and ``"partitions"`` (``partition_methods`` on Table 1's Louvain+ with 10
-    clients drawn at each of ``partition_seeds``, None: the protocol's 42 alone; setting ``"partition_seed=<seed>"``: how much of a gap to
-    Table 1 one partition draw can explain, :func:`partition_margins`). ``status`` names the variants that
-    cannot run here.
+    clients drawn at each of ``partition_seeds``, None: the protocol's 42 alone; setting
+    ``"partition_seed=<seed>"``: how much of a gap to Table 1 one partition draw can explain,
+    :func:`partition_margins`). ``status`` names the variants that cannot run here.
     """
     from fglcore import experiment
     from fglcore.checks import NON_NEGATIVE, POSITIVE
