@@ -220,7 +220,7 @@ if "partitions" in results:
         print(f"{metric} per draw:")
         print(ot.ablation_layout(results["partitions"], metric, by=("dataset", "method")).to_string())
     margins = ot.partition_margins(results["partitions"])
-    print("O-pFGL minus each method, points (mean over seeds per draw):")
+    print("O-pFGL minus each method, points (mean of the per-seed differences per draw):")
     print(margins.to_string(index=False))
 
 # %%

@@ -87,11 +87,12 @@ available" (:func:`fglcore.data.datasets.availability`).
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from fglcore.compare import compare, format_mean_std, load_paper
+from fglcore.compare import compare, format_mean_std, load_paper, paper_entries
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.datasets import availability
 
@@ -470,8 +471,8 @@ def partition_margins(results: pd.DataFrame, metrics: Sequence[str] = ("accuracy
         return pd.DataFrame()
     wide = rows.pivot_table(index=["dataset", "setting", "seed"], columns=["method", "metric"], values="value",
                             aggfunc="mean", sort=False)
-    paper = pd.DataFrame(load_paper(PAPER)["results"])
-    paper = paper[(paper["table"] == "1") & (paper["partition"] == "louvain_plus") & (paper["num_clients"] == 10)
+    paper = paper_entries(PAPER, table="1")
+    paper = paper[(paper["partition"] == "louvain_plus") & (paper["num_clients"] == 10)
                   & (paper["model"] == "gcn")].set_index(["dataset", "method", "metric"])["mean"]
     out = []
     for rival in [m for m in wide.columns.unique("method") if m != "opfgl"]:
@@ -483,9 +484,9 @@ def partition_margins(results: pd.DataFrame, metrics: Sequence[str] = ("accuracy
             out.append({**summary, "draw": "mean over draws", **draws.mean().to_dict()})
             out.append({**summary, "draw": "lowest .. highest",
                         **{m: f"{draws[m].min():+.2f} .. {draws[m].max():+.2f}" for m in metrics}})
-            out.append({**summary, "draw": "paper (Table 1)",
-                        **{m: paper.get((dataset, "opfgl", m), float("nan")) - paper.get((dataset, rival, m), float("nan"))
-                           for m in metrics}})
+            reported = {m: paper.get((dataset, "opfgl", m), math.nan) - paper.get((dataset, rival, m), math.nan)
+                        for m in metrics}
+            out.append({**summary, "draw": "paper (Table 1)", **reported})
     frame = pd.DataFrame(out, columns=["dataset", "rival", "draw", *metrics])
     for m in metrics:
         frame[m] = [v if isinstance(v, str) else "n/a" if pd.isna(v) else f"{v:+.2f}" for v in frame[m]]
