@@ -119,6 +119,15 @@ def test_receiver_gets_a_copy():
     assert torch.equal(got, torch.zeros(3))
 
 
+def test_send_without_copy_shares_the_tensor_and_records_the_same_messages():
+    snapshot = torch.arange(6.0, requires_grad=True).reshape(2, 3)
+    copied, shared = Channel(), Channel()
+    got = shared.send("client0", "client1", {"w": snapshot}, 0, copy=False)["w"]
+    copied.send("client0", "client1", {"w": snapshot}, 0)
+    assert got.data_ptr() == snapshot.data_ptr() and not got.requires_grad
+    assert shared.ledger.to_frame().equals(copied.ledger.to_frame())
+
+
 def test_bad_payloads_raise_type_error():
     channel = Channel()
     with pytest.raises(TypeError, match="'lr'.*float"):

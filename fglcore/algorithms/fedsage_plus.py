@@ -331,11 +331,12 @@ class NeighGenOwner:
         return _Step(loss, idx, counts[idx], generator_input[at], features[at])
 
     def request(self, step: _Step) -> dict[str, Tensor]:
-        """What this client sends every other client for Eq. (6)'s cross term."""
+        """What this client sends every other client for Eq. (6)'s cross term: a snapshot, built once per step
+        and shared by the receivers (sent with ``copy=False``; they never change it in place)."""
         if self.options["cross_exchange"] == "parameters":
-            params = {f"{FGEN}.{n}": p.detach() for n, p in self.model.fgen.named_parameters()}
-            return {**params, "fgen_input": step.generator_input.detach(), "fgen_counts": step.counts}
-        return {"generated_features": step.features.detach(), "generated_counts": step.counts}
+            params = {f"{FGEN}.{n}": p.detach().clone() for n, p in self.model.fgen.named_parameters()}
+            return {**params, "fgen_input": step.generator_input.detach().clone(), "fgen_counts": step.counts.clone()}
+        return {"generated_features": step.features.detach().clone(), "generated_counts": step.counts.clone()}
 
     def targets(self, rows: int) -> tuple[Tensor, Tensor | None]:
         """This client's features another client's generated rows are matched against (``cross_targets``)."""
@@ -359,14 +360,14 @@ class NeighGenOwner:
         """The gradient of ``cross_weight`` times Eq. (6)'s term on this client's features, for the requester."""
         alpha = self.options["cross_weight"]
         if "fgen_input" in request:
-            params = {n.removeprefix(f"{FGEN}."): t.requires_grad_() for n, t in request.items()
+            params = {n.removeprefix(f"{FGEN}."): t.detach().requires_grad_() for n, t in request.items()
                       if n.startswith(f"{FGEN}.")}
-            inputs = request["fgen_input"].requires_grad_()
+            inputs = request["fgen_input"].detach().requires_grad_()
             generated = functional_call(self.model.fgen, params, (inputs, torch.zeros_like(inputs)))
             counts = request["fgen_counts"]
             wrt = [*params.values(), inputs]
         else:
-            generated = request["generated_features"].requires_grad_()
+            generated = request["generated_features"].detach().requires_grad_()
             counts = request["generated_counts"]
             wrt = [generated]
         targets, mask = self.targets(generated.size(0))
@@ -381,7 +382,8 @@ class NeighGenOwner:
         return {"generated_features_grad": grads[0]}
 
     def step(self, step: _Step, replies: Sequence[Mapping[str, Tensor]]) -> float:
-        """One Adam step on Eq. (3) plus the other clients' Eq. (6) terms, whose gradients ``replies`` carry."""
+        """One Adam step on Eq. (3) plus the other clients' Eq. (6) terms, whose gradients ``replies`` carry
+        (delivered without a copy: this client owns them and sums them in place)."""
         self.optimizer.zero_grad(set_to_none=True)
         total = step.loss
         for reply in replies:
@@ -396,7 +398,10 @@ class NeighGenOwner:
             for name, grad in reply.items():
                 if name.startswith(f"{FGEN}_grad."):
                     p = params[name.removeprefix(f"{FGEN}_grad.")]
-                    p.grad = grad.clone() if p.grad is None else p.grad + grad
+                    if p.grad is None:
+                        p.grad = grad
+                    else:
+                        p.grad.add_(grad)
         self.optimizer.step()
         return float(step.loss.detach())
 
@@ -514,9 +519,9 @@ class FedSagePlus(FedSage):
                 for other in owners:
                     if other is owner:
                         continue
-                    got = channel.send(owner.name, other.name, request, PRE_TRAINING)
+                    got = channel.send(owner.name, other.name, request, PRE_TRAINING, copy=False)
                     replies.append(channel.send(other.name, owner.name, other.reply(got, input_gradient),
-                                                PRE_TRAINING))
+                                                PRE_TRAINING, copy=False))
                 self.generator_losses[owner.cid].append(owner.step(step, replies))
         return [owner.mend() for owner in owners]
 

@@ -152,11 +152,16 @@ class Channel:
     def __init__(self, ledger: Ledger | None = None) -> None:
         self.ledger = ledger if ledger is not None else Ledger()
 
-    def send(self, sender: str, receiver: str, payload: Mapping[str, Tensor], round: int) -> dict[str, Tensor]:
+    def send(self, sender: str, receiver: str, payload: Mapping[str, Tensor], round: int, *,
+             copy: bool = True) -> dict[str, Tensor]:
         """Deliver ``payload`` and return what ``receiver`` gets: detached copies of its tensors.
 
         One :class:`Message` per tensor is recorded, with its exact size
-        ``numel * element_size``. Values must be dense tensors.
+        ``numel * element_size``. Values must be dense tensors. ``copy=False``
+        delivers the tensors detached but not copied: for a payload its sender
+        built for sending and never changes afterwards (a snapshot sent to many
+        receivers, freshly computed gradients), where the copy would only cost
+        memory traffic; receivers that share it must not change it in place.
         """
         if not isinstance(payload, Mapping):
             raise TypeError(f"payload must be a mapping name -> Tensor, got {type(payload).__name__}")
@@ -186,5 +191,5 @@ class Channel:
                     tensor_nbytes(value),
                 )
             )
-            received[name] = value.detach().clone()
+            received[name] = value.detach().clone() if copy else value.detach()
         return received
