@@ -212,6 +212,16 @@ def test_fedsage_plus_is_fedsage_on_the_mended_graphs(fed, default_run):
     assert len(result.history) == 3 and 0 <= result.metrics["test_accuracy"] <= 1
 
 
+def test_model_options_reach_fedsage_and_neighgen_classifiers(fed):
+    """FedStruct's rows give FedSage+ the official input LayerNorm: every GraphSAGE of the run gets it."""
+    config_ln = ExperimentConfig.from_dict({**config().to_dict(), "model_options": {"input_layer_norm": True}})
+    algorithm = ALGORITHMS.get("fedsage_plus")(config_ln, fed, CPU)
+    owner = NeighGenOwner(0, fed.clients[0], CLASSES, config_ln, algorithm.options, CPU)
+    assert isinstance(owner.classifier.input_norm, torch.nn.LayerNorm)
+    assert isinstance(algorithm.make_model(FEATURES, CLASSES).input_norm, torch.nn.LayerNorm)
+    assert ALGORITHMS.get("fedsage_plus")(config(), fed, CPU).make_model(FEATURES, CLASSES).input_norm is None
+
+
 def test_same_seed_same_run_other_seed_other_run(fed, default_run):
     algorithm, result = default_run
     again, result_again = run(fed)

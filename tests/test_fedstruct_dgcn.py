@@ -93,10 +93,10 @@ def test_model_options_are_validated_before_any_work(options, match):
         cfg(model_options=options)
 
 
-@pytest.mark.parametrize("algorithm", ["fedprox", "fedpub", "fedstruct", "fedsage_plus"])
+@pytest.mark.parametrize("algorithm", ["fedprox", "fedpub", "fedstruct"])
 def test_algorithms_that_do_not_pass_model_options_refuse_them(algorithm):
     with pytest.raises(ConfigError, match=rf"model_options: {algorithm} does not pass model_options.*"
-                                          r"central, fedavg, fedsgd, local"):
+                                          r"central, fedavg, fedsage, fedsage_plus, fedsgd, local"):
         cfg(algorithm=algorithm, model_options={"K": 2})
 
 
@@ -131,6 +131,16 @@ def test_dgcn_rows_train_under_every_algorithm():
 
 
 # ----------------------------------------------------------------------------- Table 6's rows and the plans
+
+
+def test_gnn_and_mlp_baselines_start_with_the_official_input_layer_norm():
+    with_norm = ["central", "central_union", "local", "fedsgd", "fedavg", "fedsage_plus", "central_mlp", "local_mlp",
+                 "fedsgd_mlp", "fedavg_mlp"]
+    for row in with_norm:
+        assert ft.row_fields(row, "Cora")["model_options"] == {"input_layer_norm": True}, row
+    for row in ["fedgcn_1hop", "fedgcn_2hop", "fedpub"]:  # their own ports and models
+        assert "model_options" not in ft.row_fields(row, "Cora"), row
+    assert ft.row_fields("fedsage_plus", "Cora")["algorithm_options"] == ft.FEDAVG_OPTIONS  # the same WA FedAvg
 
 
 def test_table6_dgcn_rows_take_table5s_theta_f_and_L():

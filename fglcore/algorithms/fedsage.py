@@ -37,6 +37,7 @@ class FedSage(FedAvg):
 
     name = "fedsage"
     tasks = ("node", "graph")
+    honours_model_options = True  # FedAvg's make_model
     citation = (
         "Zhang et al., Subgraph Federated Learning with Missing Neighbor Generation, NeurIPS 2021 "
         "(FedSage, without the generator of FedSage+), as run by Tan et al., AAAI 2023"

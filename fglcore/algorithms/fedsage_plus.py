@@ -277,7 +277,7 @@ class NeighGenOwner:
         self.model = NeighGen(width, options["encoder_hidden"], options["latent_dim"], self.num_pred,
                               config.dropout, options["encoder"]).to(device)
         self.classifier = build_model(config.model, width, config.hidden, num_classes, num_layers=config.num_layers,
-                                      dropout=config.dropout).to(device)
+                                      dropout=config.dropout, **config.model_options).to(device)
         # another client's generated features are matched against this client's own nodes (Eq. (6))
         self.own_x = data.x.float().to(device)
         table = neighbour_table(data.edge_index, int(data.num_nodes))
@@ -437,6 +437,7 @@ class FedSagePlus(FedSage):
 
     name = "fedsage_plus"
     tasks = ("node",)
+    honours_model_options = True  # FedSage's models and NeighGen's classifier (e.g. FedStruct's input LayerNorm)
     default_options = {
         **FedSage.default_options,
         "hidden_portion": 0.1,

@@ -162,9 +162,12 @@ print(pd.DataFrame({k: v for k, v in nsf.items() if isinstance(v, list) and k !=
 # input): on the global graph (Central), on each client's subgraph (Local), or
 # federated over the subgraphs (FedSGD, FedAvg). The model is the registry's
 # `decoupled_gcn`; its depth $L$ is the configuration's `model_options` (`K`).
-# As in the official code, FedAvg averages every weight but the normalisation
-# layers' (here the DGCN's input LayerNorm), which each client keeps
-# (`norm_layers="local"`); FedSGD averages every gradient, LayerNorm included.
+# As in the official code, every GNN and MLP baseline starts with a LayerNorm
+# on its input features, and FedAvg averages every weight but the
+# normalisation layers', which each client keeps (`norm_layers="local"`);
+# FedSGD averages every gradient, LayerNorm included. The LayerNorm is what
+# lets FedAvg with one local Adam step per round keep up with FedSGD (Cora,
+# 10 clients, one seed: FedAvg GNN 39.7 % without it, 61.6 % with it).
 
 # %%
 results6 = experiment.sweep(plan["table6"], out / "results.csv", progress=progress, desc="Table 6")
