@@ -81,8 +81,9 @@ def phases(dataset: str, exchange: str) -> None:
         step = owner.local_loss()
         request = owner.request(step)
         replies = [channel.send(other.name, owner.name,
-                                other.reply(channel.send(owner.name, other.name, request, PRE_TRAINING), True),
-                                PRE_TRAINING) for other in owners if other is not owner]
+                                other.reply(channel.send(owner.name, other.name, request, PRE_TRAINING, copy=False),
+                                            True),
+                                PRE_TRAINING, copy=False) for other in owners if other is not owner]
         owner.step(step, replies)
     t["federated_epoch"] = time.process_time() - clock
     clock = time.process_time()
