@@ -31,7 +31,7 @@ in FedStruct's code ``JavadAliakbari/FedStruct`` ``src/fedsage``). FedSage+ =
   true missing neighbour, averaged over those pairs as FedStruct's port does;
   the paper sums over :math:`p` and divides by the number of nodes),
   :math:`\mathcal L^c` the cross-entropy of the classifier (``config.model``,
-  width, depth, dropout of the config) on the impaired graph mended with the
+  width, depth, dropout and ``model_options`` of the config) on the impaired graph mended with the
   generated neighbours (all :math:`NP` generated rows are nodes, node
   :math:`v` is linked both ways to its first :math:`\min(P, \tilde n_v)`;
   gradients reach fGen through the classifier). The averages run over the
