@@ -143,6 +143,16 @@ def test_gnn_and_mlp_baselines_start_with_the_official_input_layer_norm():
     assert ft.row_fields("fedsage_plus", "Cora")["algorithm_options"] == ft.FEDAVG_OPTIONS  # the same WA FedAvg
 
 
+def test_fedpub_rows_take_the_official_ports_own_settings():
+    cora, photo = ft.row_fields("fedpub", "Cora"), ft.row_fields("fedpub", "Photo")
+    assert (cora["rounds"], cora["lr"], photo["rounds"], photo["lr"]) == (50, 0.01, 150, 0.005)
+    for fields in (cora, photo):
+        assert (fields["hidden"], fields["num_layers"], fields["dropout"], fields["weight_decay"],
+                fields["local_epochs"], fields["algorithm_options"]) == (128, 2, 0.5, 1e-6, 1, ft.FEDPUB_OPTIONS)
+    assert ft.FEDPUB_OPTIONS == {"n_proxy": 10, "penalties": "detached"}
+    assert ft.row_fields("fedsgd", "Cora")["rounds"] == 40  # the other rows keep Table 5's epochs
+
+
 def test_table6_dgcn_rows_take_table5s_theta_f_and_L():
     configs = ft.partition_configs("6", ["PubMed", "Chameleon"], ["random"], ["central_dgcn", "fedsgd_dgcn"], [0])
     by = {(c.dataset, c.algorithm): c for c in configs}
