@@ -212,6 +212,23 @@ def test_fedsage_plus_is_fedsage_on_the_mended_graphs(fed, default_run):
     assert len(result.history) == 3 and 0 <= result.metrics["test_accuracy"] <= 1
 
 
+def test_fedsgd_federation_is_fedsgd_on_the_mended_graphs(fed):
+    """FedStruct's FedSage+ ("GA"): phase 2 is FedSGD, number for number, on the graphs NeighGen mended."""
+    plus, result = run(fed, federation="fedsgd")
+    assert any(m.num_nodes > d.num_nodes for m, d in zip(plus.mended, fed.clients))  # something was generated
+    mended = NodeFederation("sbm", fed.data, plus.mended, CLASSES, FEATURES, fed.assignment)
+    fedsgd_config = ExperimentConfig.from_dict({**config().to_dict(), "algorithm": "fedsgd",
+                                                "algorithm_options": {"weighting": "labelled"}})
+    reference = ALGORITHMS.get("fedsgd")(fedsgd_config, mended, CPU).run()
+    assert result.history == reference.history
+
+
+@pytest.mark.parametrize("option, value", [("norm_layers", "local"), ("share", "all"), ("reset_optimizer", True)])
+def test_fedavg_options_are_refused_under_the_fedsgd_federation(option, value):
+    with pytest.raises(ConfigError, match=f"algorithm_options.{option}: a FedAvg option, but federation is 'fedsgd'"):
+        config(federation="fedsgd", **{option: value})
+
+
 def test_model_options_reach_fedsage_and_neighgen_classifiers(fed):
     """FedStruct's rows give FedSage+ the official input LayerNorm: every GraphSAGE of the run gets it."""
     config_ln = ExperimentConfig.from_dict({**config().to_dict(), "model_options": {"input_layer_norm": True}})
@@ -322,7 +339,7 @@ def test_parameter_and_output_exchanges_give_the_same_gradient(fed):
     ("local_generator_epochs", -1, "local_generator_epochs"), ("encoder", "gat", "sage"),
     ("cross_exchange", "features", "parameters"), ("federated_parameters", "encoder", "fgen"),
     ("cross_targets", "neighbours", "sampled"), ("mend_input", "global", "impaired"),
-    ("count_rounding", "ceil", "floor"), ("num_pred", 2.5, "num_pred"), ("neighgen_epochs", 3, "neighgen_epochs"),
+    ("count_rounding", "ceil", "floor"), ("federation", "fedprox", "fedsgd"), ("num_pred", 2.5, "num_pred"), ("neighgen_epochs", 3, "neighgen_epochs"),
 ])
 def test_bad_options_are_rejected_before_any_work(key, value, accepted):
     with pytest.raises(ConfigError, match=accepted):

@@ -78,10 +78,22 @@ FedStruct's port) linked both ways (:func:`mend_graph`). Generated nodes
 carry no label and no split: only the client's own nodes are trained on and
 scored, and nothing about them leaves the client.
 
-**2. FedSage** on the mended graphs: exactly :class:`~fglcore.algorithms.fedsage.FedSage`
-(FedAvg of ``config.model="sage"``, its options ``share`` and
-``reset_optimizer``, weights = training nodes; FedStruct's code weights by
-node counts), rounds 1..R through the engine.
+**2. FedSage** on the mended graphs, rounds 1..R through the engine. Option
+``federation``:
+
+* ``"fedavg"`` (default; the paper's Alg. 1 and the official ``zkhku`` code):
+  exactly :class:`~fglcore.algorithms.fedsage.FedSage` (FedAvg of
+  ``config.model="sage"``, its options ``share``, ``norm_layers`` and
+  ``reset_optimizer``, weights = training nodes or, ``weighting="nodes"``,
+  node counts);
+* ``"fedsgd"``: :class:`~fglcore.algorithms.fedsgd.FedSGD` (one full-batch
+  gradient per client and round, every parameter, one server Adam step).
+  FedStruct's code trains the mended graphs both ways ("WA" and "GA",
+  ``FedSAGEServer.train_fedSage_plus(model="both")``) and its tables print
+  the "GA" one (``src/simulations/read_table.py`` reads the row
+  ``fedsage+_GA_GNN``), so FedStruct's FedSage+ rows use this. FedAvg's
+  ``share``, ``norm_layers`` and ``reset_optimizer`` then have no effect
+  and must keep their defaults.
 
 Node classification on clients without cross-client edges (the standard
 subgraph FL setting; FedStruct: "it does not use interconnection knowledge").
@@ -103,10 +115,12 @@ from torch_geometric.data import Data
 from torch_geometric.utils import subgraph
 
 from fglcore.algorithms.base import Trainer, register_algorithm
+from fglcore.algorithms.fedavg import FedAvgClient, FedAvgServer
 from fglcore.algorithms.fedsage import FedSage
+from fglcore.algorithms.fedsgd import FedSGD, FedSGDClient, FedSGDServer, client_weight
 from fglcore.algorithms.training import NodeTrainer
 from fglcore.checks import NON_NEGATIVE, POSITIVE, Bounds
-from fglcore.config import ExperimentConfig
+from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
 from fglcore.fl.engine import Client, Server
 from fglcore.models import build_model
@@ -114,6 +128,8 @@ from fglcore.models.neighgen import ENCODERS, NeighGen
 from fglcore.runtime import set_seed
 
 PRE_TRAINING = 0  # ledger round of NeighGen's training, before FedSage's round 1
+FEDERATIONS = ("fedavg", "fedsgd")  # phase 2: FedSage (FedAvg) or FedSGD on the mended graphs
+FEDAVG_ONLY_OPTIONS = ("share", "norm_layers", "reset_optimizer")
 EXCHANGES = ("parameters", "outputs")
 FGEN = "fgen"
 
@@ -458,6 +474,7 @@ class FedSagePlus(FedSage):
         "lambda_c": 1.0,
         "count_rounding": "floor",
         "mend_input": "local",
+        "federation": "fedavg",
     }
     option_choices = {
         **FedSage.option_choices,
@@ -468,6 +485,7 @@ class FedSagePlus(FedSage):
         "cross_exchange": EXCHANGES,
         "count_rounding": ("floor", "round"),
         "mend_input": ("local", "impaired"),
+        "federation": FEDERATIONS,
     }
     option_bounds = {
         "hidden_portion": Bounds(minimum=0, below=1),
@@ -487,6 +505,19 @@ class FedSagePlus(FedSage):
 
     mended: list[Data]
     generator_losses: list[list[float]]
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
+        """FedAvg's own options (``share``, ``norm_layers``, ``reset_optimizer``) only with ``federation="fedavg"``."""
+        merged = super().check_options(options)
+        if merged["federation"] == "fedsgd":
+            changed = [key for key in FEDAVG_ONLY_OPTIONS if merged[key] != cls.default_options[key]]
+            if changed:
+                raise ConfigError(
+                    f"algorithm_options.{changed[0]}: a FedAvg option, but federation is 'fedsgd' (every parameter "
+                    f"shared, one gradient per round); leave {', '.join(FEDAVG_ONLY_OPTIONS)} at their defaults or "
+                    "set federation to 'fedavg'")
+        return merged
 
     def build(self, channel: Channel) -> tuple[Server, list[Client]]:
         """Train the NeighGens (through ``channel``, ledger round 0), mend every client's graph, then FedSage."""
@@ -525,6 +556,21 @@ class FedSagePlus(FedSage):
                                                 PRE_TRAINING, copy=False))
                 self.generator_losses[owner.cid].append(owner.step(step, replies))
         return [owner.mend() for owner in owners]
+
+    def shared_names(self, models: Sequence[nn.Module]) -> list[str]:
+        if self.options["federation"] == "fedsgd":
+            return FedSGD.shared_names(self, models)
+        return super().shared_names(models)
+
+    def make_server(self, parameters: dict[str, Tensor]) -> FedAvgServer:
+        if self.options["federation"] == "fedsgd":
+            return FedSGDServer(parameters, self.config)
+        return super().make_server(parameters)
+
+    def make_client(self, cid: int, trainer: Trainer, shared: Sequence[str]) -> FedAvgClient:
+        if self.options["federation"] == "fedsgd":
+            return FedSGDClient(cid, trainer, shared, client_weight(self.clients_data[cid], self.options["weighting"]))
+        return super().make_client(cid, trainer, shared)
 
     def make_trainer(self, model: nn.Module, cid: int) -> Trainer:
         """FedSage's trainer on client ``cid``'s mended graph (its own nodes' masks; generated nodes unlabelled)."""

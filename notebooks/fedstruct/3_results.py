@@ -91,6 +91,13 @@ print(ft.rows_table(methods).to_string(index=False))
 # communication round each); the score is the client-size-weighted test
 # accuracy at the **last** round. FedSGD rows take one full-batch gradient
 # per client and round (weights $n_i/n$), FedAvg rows (FedGCN) one local step.
+# Three baselines follow the official code where the paper says nothing:
+# the GraphSAGE and MLP rows start with a LayerNorm on the input features;
+# FedSage+ trains NeighGen, then **FedSGD** on the mended graphs (the
+# official code trains them with both FedAvg, "WA", and FedSGD, "GA", and its
+# table script prints the GA row, `fedsage+_GA_GNN`: option
+# `federation="fedsgd"`); FedPub runs with the official port's own rounds and
+# learning rate per dataset (`ft.FEDPUB_SETTINGS`), not Table 5's.
 # Table 5, with the official code's dropout:
 
 # %%

@@ -106,8 +106,13 @@ class Row:
 FEDAVG_OPTIONS: dict[str, Any] = {"norm_layers": "local"}
 """The FedAvg rows' options: FedStruct's official FedAvg ("WA") neither broadcasts nor averages normalisation
 layers (its models' ``state_dict`` skip them; digest §4.5, ``paper.yaml`` settings.protocol.input_layer_norm).
-Every FedAvg row has one: the DGCN's input LayerNorm, and the GraphSAGE and MLP baselines' (:data:`INPUT_NORM_ALGORITHMS`).
-FedSage+ trains its classifier with the same "WA" FedAvg, so its row sets it too."""
+Every FedAvg row has one: the DGCN's input LayerNorm, and the GraphSAGE and MLP baselines' (:data:`INPUT_NORM_ALGORITHMS`)."""
+
+FEDSAGE_PLUS_OPTIONS: dict[str, Any] = {"federation": "fedsgd", "weighting": "nodes"}
+"""FedSage+'s row: NeighGen, then FedSGD ("GA") on the mended graphs, weighted by node counts. The official code trains
+the mended graphs with both FedAvg ("WA") and FedSGD ("GA") and its table script prints the GA row
+(``src/simulations/read_table.py``: ``fedsage+_GA_GNN``); :mod:`fglcore.algorithms.fedsage_plus` option
+``federation``."""
 
 INPUT_NORM_ALGORITHMS = ("central", "local", "fedsgd", "fedavg", "fedsage_plus")
 """Algorithms whose GraphSAGE and MLP baselines start, as the official ones, with a LayerNorm on the input features
@@ -132,7 +137,7 @@ ROWS: dict[str, Row] = {
     "fedsgd_dgcn": Row("FedSGD DGCN", "fedsgd", "decoupled_gcn"),
     "fedavg_mlp": Row("FedAvg MLP", "fedavg", "mlp", FEDAVG_OPTIONS),
     "fedsgd_mlp": Row("FedSGD MLP", "fedsgd", "mlp"),
-    "fedsage_plus": Row("FedSage+", "fedsage_plus", "sage", FEDAVG_OPTIONS),
+    "fedsage_plus": Row("FedSage+", "fedsage_plus", "sage", FEDSAGE_PLUS_OPTIONS),
     "fedpub": Row("FedPub", "fedpub", None),
     "fedgcn_1hop": Row("FedGCN-1hop (†)", "fedgcn_1hop", "sage", note="not private"),
     "fedgcn_2hop": Row("FedGCN-2hop (†)", "fedgcn_2hop", "sage", note="not private"),
@@ -180,7 +185,8 @@ same on the unpruned :math:`\\bar A`, as the official layers script computes it:
 in ``src/simulations/layers_simulation.py``, the unpruned ``obtain_a`` of ``src/utils/utils.py``), by row id, in
 Table 6's order
 (layouts list rows in this order). The FedAvg rows keep normalisation layers out of the averaging (option
-``norm_layers="local"``, :data:`FEDAVG_OPTIONS`)."""
+``norm_layers="local"``, :data:`FEDAVG_OPTIONS`); FedSage+ trains the mended graphs with FedSGD
+(:data:`FEDSAGE_PLUS_OPTIONS`)."""
 TABLE2_ROWS = ["central", "fedsgd", "fedsage_plus", "fedpub", "fedgcn_2hop", "fedstruct_deg", "fedstruct_fedstar",
                "fedstruct_h2v", "fedstruct_h2v_f", "local"]
 
