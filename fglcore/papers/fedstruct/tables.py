@@ -108,11 +108,20 @@ FEDAVG_OPTIONS: dict[str, Any] = {"norm_layers": "local"}
 layers (its models' ``state_dict`` skip them; digest §4.5, ``paper.yaml`` settings.protocol.input_layer_norm).
 Every FedAvg row has one: the DGCN's input LayerNorm, and the GraphSAGE and MLP baselines' (:data:`INPUT_NORM_ALGORITHMS`)."""
 
-FEDSAGE_PLUS_OPTIONS: dict[str, Any] = {"federation": "fedsgd", "weighting": "nodes"}
-"""FedSage+'s row: NeighGen, then FedSGD ("GA") on the mended graphs, weighted by node counts. The official code trains
-the mended graphs with both FedAvg ("WA") and FedSGD ("GA") and its table script prints the GA row
-(``src/simulations/read_table.py``: ``fedsage+_GA_GNN``); :mod:`fglcore.algorithms.fedsage_plus` option
-``federation``."""
+FEDSAGE_PLUS_OPTIONS: dict[str, Any] = {"federation": "fedsgd", "weighting": "nodes", "local_generator_epochs": 0,
+                                        "generator_lr": 0.002, "federated_parameters": "all", "count_rounding": "round"}
+"""FedSage+'s row as FedStruct's port runs it (digest §4.5; ``fedsage:`` of ``config/config_<dataset>.yml``):
+NeighGen trained federated from the first epoch (no local phase), every NeighGen parameter in it, Adam at
+``neighgen_lr`` 0.002, predicted counts rounded; then FedSGD ("GA") on the mended graphs, weighted by node counts. The
+official code trains the mended graphs with both FedAvg ("WA") and FedSGD ("GA") and its table script prints the GA
+row (``src/simulations/read_table.py``: ``fedsage+_GA_GNN``); :mod:`fglcore.algorithms.fedsage_plus` option
+``federation``. The widths (``num_pred`` 5, latent 128, hidden 32, fGen 256 and 2048) and ``hidden_portion`` (half
+of the nodes outside the 60/20 split) are the algorithm's defaults; the epochs are :data:`FEDSAGE_PLUS_EPOCHS`."""
+
+FEDSAGE_PLUS_EPOCHS: dict[str, int] = {"Cora": 40, "CiteSeer": 30, "PubMed": 30, "Chameleon": 30, "Photo": 30,
+                                       "Amazon-ratings": 30}
+"""``fedsage.neighgen_epochs`` of the port's config per dataset (commits e97e8e86 and 20af9a11): FedSage+'s
+``federated_generator_epochs``."""
 
 INPUT_NORM_ALGORITHMS = ("central", "local", "fedsgd", "fedavg", "fedsage_plus")
 """Algorithms whose GraphSAGE and MLP baselines start, as the official ones, with a LayerNorm on the input features
@@ -242,7 +251,8 @@ def row_fields(row_id: str, dataset: str) -> dict[str, Any]:
     (:func:`~fglcore.models.fedstruct.feature_branch_options` as ``model_options``), on the global graph
     (Central), the client's subgraph (Local) or federated (FedSGD, FedAvg). The GraphSAGE and MLP baselines add the
     official input LayerNorm (:data:`INPUT_NORM_ALGORITHMS`); FedPub takes the official port's own settings
-    (:data:`FEDPUB_SETTINGS`, :data:`FEDPUB_COMMON`) instead of Table 5's."""
+    (:data:`FEDPUB_SETTINGS`, :data:`FEDPUB_COMMON`) instead of Table 5's, FedSage+ the port's NeighGen settings
+    (:data:`FEDSAGE_PLUS_OPTIONS`, :data:`FEDSAGE_PLUS_EPOCHS`)."""
     from fglcore.algorithms import ALGORITHMS
 
     if row_id not in ROWS:
@@ -277,6 +287,8 @@ def row_fields(row_id: str, dataset: str) -> dict[str, Any]:
         if row.algorithm == "fedpub":
             fields.update(FEDPUB_COMMON, **FEDPUB_SETTINGS[dataset])
             fields["algorithm_options"].update(FEDPUB_OPTIONS)
+        if row.algorithm == "fedsage_plus":
+            fields["algorithm_options"]["federated_generator_epochs"] = FEDSAGE_PLUS_EPOCHS[dataset]
     return fields
 
 
