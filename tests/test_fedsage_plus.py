@@ -14,6 +14,7 @@ from fglcore.algorithms.fedsage_plus import (PRE_TRAINING, NeighGenOwner, impair
                                              neighbour_counts)
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import NodeFederation, build_clients
+from fglcore.fl.channel import Channel
 from fglcore.models.neighgen import NeighGen
 
 CPU = torch.device("cpu")
@@ -328,6 +329,69 @@ def test_parameter_and_output_exchanges_give_the_same_gradient(fed):
     for name, value in grads["parameters"].items():
         assert torch.allclose(value, grads["outputs"][name], atol=1e-6), name
     assert any(v.abs().sum() > 0 for v in grads["parameters"].values())
+
+
+def two_owners(fed, dgen_bias: float = 10.0, **options) -> list[NeighGenOwner]:
+    """Clients 0 and 1's NeighGen sides, seeded; dGen's bias set so that every row asks for P generated
+    neighbours (10) or for none (-10)."""
+    torch.manual_seed(0)
+    opts = ALGORITHMS.get("fedsage_plus").check_options({**OPTIONS, **options})
+    owners = [NeighGenOwner(c, d, CLASSES, config(), opts, CPU) for c, d in enumerate(fed.clients[:2])]
+    for o in owners:
+        o.start_phase("all")
+    with torch.no_grad():
+        owners[0].model.dgen.bias.fill_(dgen_bias)
+    return owners
+
+
+def test_a_reply_runs_fgen_only_on_the_rows_with_generated_neighbours(fed):
+    """Rows without generated neighbours are not in Eq. (6)'s term: leaving them out changes no gradient."""
+    owners = two_owners(fed, cross_targets="all")  # no sampling: the reference sees the same targets
+    request = owners[0].request(owners[0].local_loss())
+    counts = request["fgen_counts"].clone()
+    counts[::2] = 0
+    request["fgen_counts"] = counts
+    assert 0 < int((counts > 0).sum()) < counts.numel()
+    reply = owners[1].reply(request, input_gradient=True)
+    params = {n.removeprefix("fgen."): t.detach().requires_grad_() for n, t in request.items() if n.startswith("fgen.")}
+    inputs = request["fgen_input"].detach().requires_grad_()
+    generated = torch.func.functional_call(owners[1].model.fgen, params, (inputs, torch.zeros_like(inputs)))
+    loss = matching_loss(generated, counts, owners[1].own_x)
+    expected = torch.autograd.grad(loss, [*params.values(), inputs])
+    for name, value in zip(params, expected):
+        assert torch.allclose(reply[f"fgen_grad.{name}"], value, atol=1e-7), name
+    assert torch.allclose(reply["fgen_input_grad"], expected[-1], atol=1e-7)
+    assert (reply["fgen_input_grad"][::2] == 0).all() and reply["fgen_input_grad"][1::2].abs().sum() > 0
+
+
+def test_without_generated_neighbours_the_replies_are_full_size_zeros_that_change_nothing(fed):
+    """No loss node asks for a neighbour: the replies are zeros, counted at full size, and the step equals
+    the step that adds materialised zero gradients."""
+    owners = two_owners(fed, dgen_bias=-10.0)
+    step = owners[0].local_loss()
+    assert not step.counts.any()
+    request = owners[0].request(step)
+    channel = Channel()
+    reply = channel.send("client1", "client0", owners[1].reply(request, input_gradient=True), PRE_TRAINING,
+                         copy=False)
+    assert set(reply) == {n.replace("fgen.", "fgen_grad.", 1) for n in request if n.startswith("fgen.")} | {
+        "fgen_input_grad"}
+    for name, grad in reply.items():
+        source = request["fgen_input" if name == "fgen_input_grad" else name.replace("fgen_grad.", "fgen.", 1)]
+        assert grad.shape == source.shape and not grad.any(), name
+    assert channel.ledger.total_bytes() == sum(t.numel() * t.element_size() for t in reply.values())
+    owners[0].step(step, [reply])
+
+    reference = two_owners(fed, dgen_bias=-10.0)[0]  # the same client, built again: the step by hand
+    ref_step = reference.local_loss()
+    assert torch.equal(ref_step.loss.detach(), step.loss.detach())
+    reference.optimizer.zero_grad(set_to_none=True)
+    ref_step.loss.backward()
+    for p in reference.model.fgen.parameters():
+        p.grad = torch.zeros_like(p) if p.grad is None else p.grad + torch.zeros_like(p)
+    reference.optimizer.step()
+    for (name, value), expected in zip(owners[0].model.state_dict().items(), reference.model.state_dict().values()):
+        assert torch.equal(value, expected), name
 
 
 # --------------------------------------------------------------------------- bad options

@@ -63,7 +63,13 @@ in FedStruct's code ``JavadAliakbari/FedStruct`` ``src/fedsage``). FedSage+ =
   nodes). ``federated_parameters``: ``"fgen"`` (official ``zkhku``
   ``FedSage_Plus``: encoder, dGen and classifier frozen, only fGen trains) or
   ``"all"`` (FedStruct's port, which trains everything in this phase and has
-  no local phase: ``local_generator_epochs=0``). The official code scales
+  no local phase: ``local_generator_epochs=0``). Only :math:`i`'s nodes with
+  generated neighbours (:math:`\min(P, \tilde n_v) > 0`) enter the term, so
+  :math:`j` runs fGen on those rows alone, and when there are none (most
+  steps on a random partition, where few nodes miss neighbours) the gradients
+  are zero: they are still sent, and counted at their full size, but neither
+  computed nor added (Cora, 20 clients, one thread: 28.7 CPU s per federated
+  epoch before, 3.6 s after). The official code scales
   the sum by :math:`1/K`; with Adam that only rescales the weight decay, so
   it is left out. Each client keeps its own NeighGen (the paper: "locally
   specialized"); generators are never averaged.
@@ -242,6 +248,12 @@ def matching_loss(generated: Tensor, counts: Tensor, targets: Tensor, target_mas
     return closest[valid].mean()
 
 
+def zero_gradient(like: Tensor) -> Tensor:
+    """An all-zero tensor shaped like ``like`` that stores one number (a stride-0 view): a reply's gradient when
+    Eq. (6)'s term is zero. The channel counts it at its full size, as a network would carry it."""
+    return like.new_zeros(()).expand(like.shape)
+
+
 def neighbour_table(edge_index: Tensor, num_nodes: int) -> Tensor:
     """``(num_nodes, max_degree)`` neighbour ids per node, padded with ``-1``."""
     src, dst = edge_index
@@ -373,15 +385,27 @@ class NeighGenOwner:
         return features, mask
 
     def reply(self, request: Mapping[str, Tensor], input_gradient: bool) -> dict[str, Tensor]:
-        """The gradient of ``cross_weight`` times Eq. (6)'s term on this client's features, for the requester."""
+        """The gradient of ``cross_weight`` times Eq. (6)'s term on this client's features, for the requester.
+
+        Only the requester's nodes with generated neighbours (``counts > 0``) enter the term, so fGen runs on
+        those rows alone; when there are none the term is zero and so is every gradient, sent at its full size
+        without computing it (:func:`zero_gradient`).
+        """
         alpha = self.options["cross_weight"]
         if "fgen_input" in request:
-            params = {n.removeprefix(f"{FGEN}."): t.detach().requires_grad_() for n, t in request.items()
-                      if n.startswith(f"{FGEN}.")}
-            inputs = request["fgen_input"].detach().requires_grad_()
-            generated = functional_call(self.model.fgen, params, (inputs, torch.zeros_like(inputs)))
-            counts = request["fgen_counts"]
-            wrt = [*params.values(), inputs]
+            shapes = {n.removeprefix(f"{FGEN}."): t for n, t in request.items() if n.startswith(f"{FGEN}.")}
+            counts, inputs = request["fgen_counts"], request["fgen_input"]
+            rows = (counts > 0).nonzero().view(-1)
+            if rows.numel() == 0:
+                out = {f"{FGEN}_grad.{n}": zero_gradient(t) for n, t in shapes.items()}
+                if input_gradient:
+                    out["fgen_input_grad"] = zero_gradient(inputs)
+                return out
+            params = {n: t.detach().requires_grad_() for n, t in shapes.items()}
+            used = inputs[rows].detach().requires_grad_()
+            generated = functional_call(self.model.fgen, params, (used, torch.zeros_like(used)))
+            counts = counts[rows]
+            wrt = [*params.values(), used]
         else:
             generated = request["generated_features"].detach().requires_grad_()
             counts = request["generated_counts"]
@@ -393,7 +417,7 @@ class NeighGenOwner:
         if "fgen_input" in request:
             out = {f"{FGEN}_grad.{n}": g for n, g in zip(params, grads)}
             if input_gradient:
-                out["fgen_input_grad"] = grads[-1]
+                out["fgen_input_grad"] = inputs.new_zeros(inputs.shape).index_copy_(0, rows, grads[-1])
             return out
         return {"generated_features_grad": grads[0]}
 
@@ -401,8 +425,10 @@ class NeighGenOwner:
         """One Adam step on Eq. (3) plus the other clients' Eq. (6) terms, whose gradients ``replies`` carry
         (delivered without a copy: this client owns them and sums them in place)."""
         self.optimizer.zero_grad(set_to_none=True)
+        # with no generated neighbour on this client's loss nodes Eq. (6)'s cross term is zero: so is every reply
+        cross = bool(step.counts.any())
         total = step.loss
-        for reply in replies:
+        for reply in replies if cross else ():
             if "fgen_input_grad" in reply:
                 total = total + (step.generator_input * reply["fgen_input_grad"]).sum()
             if "generated_features_grad" in reply:
@@ -415,8 +441,8 @@ class NeighGenOwner:
                 if name.startswith(f"{FGEN}_grad."):
                     p = params[name.removeprefix(f"{FGEN}_grad.")]
                     if p.grad is None:
-                        p.grad = grad
-                    else:
+                        p.grad = grad.clone() if not cross else grad
+                    elif cross:
                         p.grad.add_(grad)
         self.optimizer.step()
         return float(step.loss.detach())
