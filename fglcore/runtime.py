@@ -52,3 +52,10 @@ def get_device(preference: str = "auto") -> torch.device:
         raise RuntimeError(f"device {preference!r} requested but CUDA is not available; use 'auto' or 'cpu'")
     return torch.device(preference)
 
+
+def memory_bytes() -> int:
+    """This machine's physical memory in bytes (``os.sysconf``; 0 where the platform does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return 0

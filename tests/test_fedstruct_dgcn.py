@@ -154,7 +154,7 @@ def test_fedpub_rows_take_the_official_ports_own_settings():
     for fields in (cora, photo):
         assert (fields["hidden"], fields["num_layers"], fields["dropout"], fields["weight_decay"],
                 fields["local_epochs"], fields["algorithm_options"]) == (128, 2, 0.5, 1e-6, 1, ft.FEDPUB_OPTIONS)
-    assert ft.FEDPUB_OPTIONS == {"n_proxy": 10, "penalties": "detached"}
+    assert ft.FEDPUB_OPTIONS == {"n_proxy": 10, "penalties": "detached", "tau": 3.0, "evaluate": "personalized"}
     assert ft.row_fields("fedsgd", "Cora")["rounds"] == 40  # the other rows keep Table 5's epochs
 
 

@@ -146,3 +146,45 @@ def test_app_h_rows_and_figure6_plan():
     with pytest.raises(ConfigError, match="fig6_methods"):
         ft.ablations_plan(["Cora"], ["kmeans"], [], [], [0], 2, "Chameleon", [5], [], fig6_train=[0.1],
                           fig6_methods=["fedstruct_gnn"])
+
+
+# ----------------------------------------------------------------------------- cells out of reach of the machine
+
+
+GIB = 2**30
+
+
+def test_the_unpruned_abar_is_refused_when_it_would_not_fit_in_half_the_memory(monkeypatch):
+    from fglcore.algorithms import fedstruct
+
+    assert fedstruct.unpruned_abar_bytes(19_717) == 19_717**2 * fedstruct.UNPRUNED_BYTES_PER_VALUE
+    monkeypatch.setattr(fedstruct, "memory_bytes", lambda: 24 * GIB)
+    assert fedstruct.unpruned_abar_refusal("Photo") is None  # 7,650 nodes: 2.6 GB
+    refusal = fedstruct.unpruned_abar_refusal("PubMed")
+    assert "PubMed (19,717 nodes: up to 389 M values, about 17.1 GB" in refusal and "24.0 GiB" in refusal
+    pubmed_f = {**ft.PROTOCOL, **ft.row_fields("fedstruct_h2v_f", "PubMed"), "dataset": "PubMed", "num_clients": 10}
+    with pytest.raises(ConfigError, match="algorithm_options.pruning: 'none' forms the unpruned A-bar of PubMed"):
+        ExperimentConfig.from_dict(pubmed_f)
+    ExperimentConfig.from_dict({**pubmed_f, "algorithm_options": {**pubmed_f["algorithm_options"],
+                                                                    "pruning": "global"}})  # pruned: fine
+    monkeypatch.setattr(fedstruct, "memory_bytes", lambda: 64 * GIB)
+    assert fedstruct.unpruned_abar_refusal("PubMed") is None
+    ExperimentConfig.from_dict(pubmed_f)
+
+
+def test_plans_leave_out_the_cells_out_of_reach_and_say_so(monkeypatch):
+    from fglcore.algorithms import fedstruct
+
+    monkeypatch.setattr(fedstruct, "memory_bytes", lambda: 24 * GIB)
+    rows = ["fedstruct_h2v", "fedstruct_h2v_f"]
+    configs = ft.table2_configs(["Cora", "PubMed"], [10], rows, [0])
+    assert sorted((c.dataset, c.setting) for c in configs) == [
+        ("Cora", "nsf=h2v"), ("Cora", "nsf=h2v, pruning=none"), ("PubMed", "nsf=h2v")]
+    table7 = ft.partition_configs("7", ["PubMed"], ["random"], ["fedstruct_deg", "fedstruct_deg_f"], [0])
+    assert [c.setting for c in table7] == ["nsf=deg"]
+    cells = ft.out_of_reach_cells(["Cora", "PubMed"], rows)
+    assert cells[["row", "dataset"]].values.tolist() == [["FedStruct (H2V)-F", "PubMed"]]
+    plan = ft.results_plan(["PubMed"], [10], rows, [0], 2, [], rows, 1)
+    assert plan["out_of_reach"]["row"].tolist() == ["FedStruct (H2V)-F"] and len(plan["table2"]) == 1
+    monkeypatch.setattr(fedstruct, "memory_bytes", lambda: 64 * GIB)
+    assert len(ft.table2_configs(["PubMed"], [10], rows, [0])) == 2 and ft.out_of_reach_cells(["PubMed"], rows).empty

@@ -250,7 +250,7 @@ from fglcore.models.fedstruct import COMBINERS, FedStructModel
 from fglcore.models.operators import GraphOperators, kinds_needed
 from fglcore.models.structure_sage import ServerGraph
 from fglcore.paths import cache_root
-from fglcore.runtime import set_seed
+from fglcore.runtime import memory_bytes, set_seed
 
 NSF = ("h2v", "deg", "fedstar", "n2v", "gdv")
 BRANCHES = ("both", "structure", "structure_inference")
@@ -855,6 +855,33 @@ class FusedLearner:
 # --------------------------------------------------------------------------- the algorithm
 
 
+UNPRUNED_BYTES_PER_VALUE = 44
+"""Peak memory per value of an unpruned :math:`\\bar A` as Alg. 3 forms it (float64 CSR with int32 indices, the
+products' operands and results, the blocks through the channel): on Photo (3 hops, 18.5 M values) a run's peak
+resident size rose by 0.81 GB above the loaded data (2026-11-27)."""
+
+
+def unpruned_abar_bytes(num_nodes: int) -> int:
+    """Memory Alg. 3 may need to form an unpruned :math:`\\bar A = \\hat A^{L_s}`: all :math:`n^2` values (the power
+    fills in towards dense; PubMed at :math:`L_s = 20` is dense) at :data:`UNPRUNED_BYTES_PER_VALUE`."""
+    return int(num_nodes) ** 2 * UNPRUNED_BYTES_PER_VALUE
+
+
+def unpruned_abar_refusal(dataset: str) -> str | None:
+    """Why the unpruned :math:`\\bar A` of ``dataset`` is out of reach here, or ``None``: it is when
+    :func:`unpruned_abar_bytes` exceeds half this machine's memory (the other half for a second worker and the
+    rest of the run). PubMed (19,717 nodes: 17.1 GB) is out of reach on a 24 GB machine; Photo (7,650: 2.6 GB)
+    is not."""
+    from fglcore.data.datasets import num_nodes
+
+    n = num_nodes(dataset)
+    need, memory = unpruned_abar_bytes(n), memory_bytes()
+    if not memory or need <= memory // 2:
+        return None
+    return (f"forms the unpruned A-bar of {dataset} ({n:,} nodes: up to {n * n / 1e6:,.0f} M values, about "
+            f"{need / 1e9:.1f} GB as Alg. 3 forms it), more than half of this machine's {memory / 2**30:.1f} GiB")
+
+
 @register_algorithm
 class FedStruct(Algorithm):
     """FedStruct (Aliakbari et al., ICLR 2025); options in :mod:`fglcore.algorithms.fedstruct`."""
@@ -917,6 +944,10 @@ class FedStruct(Algorithm):
         if o["nsf"] == "gdv" and o["structure_dim"] != NUM_ORBITS:
             raise ConfigError(f"algorithm_options.structure_dim: nsf='gdv' gives {NUM_ORBITS} orbit counts per node, "
                               f"so structure_dim must be {NUM_ORBITS}; got {o['structure_dim']}")
+        if o["pruning"] == "none" and (refusal := unpruned_abar_refusal(config.dataset)):
+            raise ConfigError(f"algorithm_options.pruning: 'none' {refusal}; accepted here: 'global' or 'block' "
+                              "(pruned to the top p*n values, the paper's default), or run it on a machine with "
+                              "more memory")
         if o["nsf"] == "fedstar" and not 1 <= o["rw_steps"] < o["structure_dim"]:
             raise ConfigError(f"algorithm_options.rw_steps: Fed* needs 1 <= rw_steps < structure_dim "
                               f"({o['structure_dim']}), got {o['rw_steps']}")

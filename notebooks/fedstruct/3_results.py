@@ -75,12 +75,18 @@ print(f"profile {profile}: results go to {paths.display_path(out)}")
 # **Amazon-ratings is not in the offline mirror**: its column keeps the paper's
 # numbers and shows as missing. A row whose algorithm is not in the registry
 # yet is listed as *not implemented*: its paper numbers are shown, not run.
+# So is a cell this machine cannot hold, *out of reach*: FedStruct's unpruned
+# "-F" rows on PubMed, whose Alg. 3 forms all 389 M values of
+# $\hat A^{20}$ (about 17 GB; `fedstruct.unpruned_abar_refusal`); on a machine
+# with twice that memory they run.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 print(ft.dataset_availability(list(dict.fromkeys([*datasets, *ft.PAPER_DATASETS]))).to_string(index=False))
 print("running on:", ", ".join(plan["ready"]), "| not available:", ", ".join(plan["missing"]) or "none")
 print(ft.rows_table(methods).to_string(index=False))
+unreachable = plan["out_of_reach"]
+print(unreachable.to_string(index=False) if not unreachable.empty else "every row runs on every dataset here")
 
 # %% [markdown]
 # ## 2. The protocol
@@ -97,8 +103,11 @@ print(ft.rows_table(methods).to_string(index=False))
 # from the first epoch, 40 epochs on Cora and 30 elsewhere, lr 0.002), then
 # **FedSGD** on the mended graphs (the official code trains them with both
 # FedAvg, "WA", and FedSGD, "GA", and its table script prints the GA row,
-# `fedsage+_GA_GNN`: option `federation="fedsgd"`); FedPub runs with the official port's own rounds and
-# learning rate per dataset (`ft.FEDPUB_SETTINGS`), not Table 5's.
+# `fedsage+_GA_GNN`: option `federation="fedsgd"`); FedPub runs with the
+# official port's own rounds and learning rate per dataset
+# (`ft.FEDPUB_SETTINGS`), not Table 5's, its similarity scale (τ = 3), and
+# scores each client's personalised model after the last aggregation, as the
+# port does.
 # Table 5, with the official code's dropout:
 
 # %%

@@ -135,6 +135,8 @@ pd.set_option("display.max_columns", 40)
 pd.set_option("display.max_colwidth", None)
 print(f"profile {profile}: results go to {paths.display_path(out)}; running on {', '.join(plan['ready'])}")
 print("rows not implemented here (paper numbers only):", ", ".join(plan["not_implemented"]) or "none")
+print("cells out of reach here (paper numbers only; fedstruct.unpruned_abar_refusal):",
+      "none" if plan["out_of_reach"].empty else "\n" + plan["out_of_reach"].to_string(index=False))
 
 # %% [markdown]
 # ## Table 3: the structure feature generators
