@@ -21,11 +21,19 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import Iterator
 
 from filelock import FileLock, Timeout
 
 #: Folder beside a results file that holds the claims of running configurations.
 CLAIM_FOLDER = ".claims"
+
+#: A run whose memory estimate exceeds this share of the machine's memory runs alone (:meth:`RunClaims.memory_gate`):
+#: two runs below it, the processes themselves (about 0.5 GB each) and the operating system fit together.
+ALONE_SHARE = 0.35
+
+#: The lock file of the memory gate, in :data:`CLAIM_FOLDER`.
+GATE_FILE = "memory.gate"
 
 
 class RunClaims:
@@ -85,6 +93,33 @@ class RunClaims:
             return True
         lock.release()
         return False
+
+    @contextlib.contextmanager
+    def memory_gate(self, exclusive: bool, blocking: bool = True) -> Iterator[bool]:
+        """Hold the gate while a run computes: shared by usual runs, ``exclusive`` for a run that needs a large
+        share of the memory (its :meth:`~fglcore.algorithms.base.Algorithm.memory_estimate` above
+        :data:`ALONE_SHARE`), so that the processes of a sweep never compute two such runs, or one beside
+        others, at once. An OS lock (``flock``) on :data:`GATE_FILE`, released however the process ends. The
+        exclusive holder waits for the runs in progress to finish, and the others wait for it. Yields whether
+        the gate is held (always, when ``blocking``; without ``flock``, on other platforms, it never waits).
+        """
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not on Linux or macOS
+            yield True
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.folder / GATE_FILE, "a") as handle:
+            mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | (0 if blocking else fcntl.LOCK_NB)
+            try:
+                fcntl.flock(handle, mode)
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def live_holders(self) -> int:
         """How many holders compute a run of this file now, this one included (each holds one claim at a time)."""

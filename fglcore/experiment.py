@@ -35,7 +35,7 @@ from fglcore import runtime
 from fglcore.algorithms import ALGORITHMS
 from fglcore.algorithms.base import Algorithm
 from fglcore.artifacts import RunArtifact
-from fglcore.claims import CLAIM_FOLDER, RunClaims
+from fglcore.claims import ALONE_SHARE, CLAIM_FOLDER, RunClaims
 from fglcore.checks import check_non_empty
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import build_federation
@@ -259,6 +259,14 @@ def _relabelled(rows: pd.DataFrame, source_id: str, config: ExperimentConfig, *,
     return copy.to_dict("records")
 
 
+def runs_alone(algorithm: Algorithm) -> bool:
+    """Whether ``algorithm``'s run needs the machine to itself: its
+    :meth:`~fglcore.algorithms.base.Algorithm.memory_estimate` exceeds :data:`~fglcore.claims.ALONE_SHARE` of the
+    memory (:func:`fglcore.runtime.memory_bytes`)."""
+    estimate, memory = algorithm.memory_estimate(), runtime.memory_bytes()
+    return bool(estimate and memory and estimate > ALONE_SHARE * memory)
+
+
 def sweep(
     configs: Iterable[ExperimentConfig | Mapping[str, Any]],
     path: str | os.PathLike[str],
@@ -307,7 +315,9 @@ def sweep(
     skips runs another process has claimed, copies or skips what the others
     have stored, and, having done all it could, waits for the others' runs
     (looking every :data:`CLAIM_POLL_SECONDS`), so that every process
-    returns the same complete rows.
+    returns the same complete rows. A run that needs a large share of the
+    memory (:func:`runs_alone`) computes alone: it waits for the others' runs
+    in progress, and they wait for it (:meth:`fglcore.claims.RunClaims.memory_gate`).
 
     A file :data:`STOP_FILE` beside the results file (:func:`request_stop`,
     ``fgl stop``) stops the sweep before its next computed run, with
@@ -400,7 +410,8 @@ def sweep(
         start = time.perf_counter()
         algorithm = prepare(config)
         try:
-            result = algorithm.run(checkpoint=checkpoint)
+            with claims.memory_gate(exclusive=runs_alone(algorithm)):
+                result = algorithm.run(checkpoint=checkpoint)
         except TrainingDiverged as error:  # nothing is stored; say which run of the sweep it was
             raise TrainingDiverged(f"{desc}, {_label(config)}: {error}") from error
         rows = rows_from_result(config, result, per_client=per_client, curve=curve)

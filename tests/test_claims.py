@@ -95,3 +95,18 @@ def test_live_holders_counts_the_holders_computing_now(tmp_path):
         other.release("a", stored=True)
         third.release("b")  # given up: its unlocked file does not count
         assert me.live_holders() == 1
+
+
+def test_the_memory_gate_is_shared_by_usual_runs_and_exclusive_for_one_that_runs_alone(tmp_path):
+    first, second = RunClaims(tmp_path), RunClaims(tmp_path)
+    with first.memory_gate(exclusive=False) as held:
+        assert held
+        with second.memory_gate(exclusive=False, blocking=False) as also:
+            assert also  # two usual runs side by side
+        with second.memory_gate(exclusive=True, blocking=False) as alone:
+            assert not alone  # a run that needs the machine waits for the one in progress
+    with first.memory_gate(exclusive=True):
+        with second.memory_gate(exclusive=False, blocking=False) as beside:
+            assert not beside  # and nothing runs beside it
+    with second.memory_gate(exclusive=True, blocking=False) as alone:
+        assert alone  # released on leaving

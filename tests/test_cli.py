@@ -286,6 +286,9 @@ def test_reproduce_says_what_it_computed_and_reused_and_fresh_recomputes_everyth
         def __init__(self, config):
             self.config = config
 
+        def memory_estimate(self):
+            return None
+
         def run(self, checkpoint=None):
             computed.append(self.config.seed)
             return RunResult([], 1, {"test_accuracy": 0.5}, [], Channel().ledger)

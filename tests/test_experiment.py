@@ -11,6 +11,7 @@ import torch
 from fglcore import experiment, runtime
 from fglcore.algorithms import ALGORITHMS
 from fglcore.artifacts import RunArtifact
+from fglcore.claims import ALONE_SHARE, CLAIM_FOLDER, RunClaims
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl import Channel, RunResult
 from fglcore.fl.engine import TrainingDiverged
@@ -29,6 +30,8 @@ class FakeAlgorithm:
     calls: list[tuple[int, float]] = []
     interrupt_at: int | None = None  # raise on this call number (1-based)
     interrupt_with: type[BaseException] = KeyboardInterrupt
+    estimate: int | None = None  # memory_estimate()
+    during_run = None  # called inside run()
 
     def __init__(self, config, federation, device):
         self.config, self.federation, self.device = config, federation, device
@@ -41,7 +44,12 @@ class FakeAlgorithm:
     def check_options(cls, options):
         return dict(options)
 
+    def memory_estimate(self):
+        return FakeAlgorithm.estimate
+
     def run(self, channel=None, checkpoint=None):
+        if FakeAlgorithm.during_run is not None:
+            FakeAlgorithm.during_run()
         FakeAlgorithm.calls.append((self.config.seed, self.config.lr))
         if len(FakeAlgorithm.calls) == FakeAlgorithm.interrupt_at:
             raise FakeAlgorithm.interrupt_with("interrupted")
@@ -57,6 +65,7 @@ def fake_stack(monkeypatch):
     """Register the fake algorithm and replace the federation builder by one that records its calls."""
     monkeypatch.setitem(ALGORITHMS._items, FakeAlgorithm.name, FakeAlgorithm)
     FakeAlgorithm.calls, FakeAlgorithm.interrupt_at = [], None
+    FakeAlgorithm.estimate, FakeAlgorithm.during_run = None, None
     built = []
 
     def build_federation(config, keep_cross_edges=False):
@@ -108,6 +117,26 @@ def test_grid_validates_every_config_before_any_run(fake_stack, tmp_path):
     assert FakeAlgorithm.calls == [] and fake_stack == [] and not (tmp_path / "results.csv").exists()
 
 
+def test_a_run_that_needs_a_large_share_of_the_memory_computes_alone(fake_stack, tmp_path, monkeypatch):
+    """While it computes, another process of the sweep cannot start a run beside it; a usual run can."""
+    monkeypatch.setattr(experiment.runtime, "memory_bytes", lambda: 10 * 2**30)
+    other_worker = RunClaims(tmp_path / CLAIM_FOLDER)
+    beside = []
+
+    def probe():
+        with other_worker.memory_gate(exclusive=False, blocking=False) as started:
+            beside.append(started)
+
+    FakeAlgorithm.during_run = probe
+    FakeAlgorithm.estimate = int(0.5 * 10 * 2**30)  # half the memory: above ALONE_SHARE
+    experiment.sweep([{**BASE, "seed": 0}], tmp_path / "results.csv", progress=False)
+    FakeAlgorithm.estimate = int(0.1 * 10 * 2**30)
+    experiment.sweep([{**BASE, "seed": 1}], tmp_path / "results.csv", progress=False)
+    FakeAlgorithm.estimate = None  # a usual run
+    experiment.sweep([{**BASE, "seed": 2}], tmp_path / "results.csv", progress=False)
+    assert beside == [False, True, True] and ALONE_SHARE < 0.5
+
+
 @pytest.mark.parametrize("interruption", [KeyboardInterrupt, RuntimeError])
 def test_interrupted_sweep_resumes_to_the_same_rows(fake_stack, tmp_path, interruption):
     configs = experiment.grid(BASE, lr=[0.01, 0.1], seed=range(3))
@@ -122,6 +151,7 @@ def test_interrupted_sweep_resumes_to_the_same_rows(fake_stack, tmp_path, interr
     assert ResultStore(resumed).done_ids() == {config_id(c) for c in configs[:3]}  # finished cells kept
 
     FakeAlgorithm.calls, FakeAlgorithm.interrupt_at = [], None
+    FakeAlgorithm.estimate, FakeAlgorithm.during_run = None, None
     frame = experiment.sweep(configs, resumed, progress=False)
     assert FakeAlgorithm.calls == [(c.seed, c.lr) for c in configs[3:]]  # only the unfinished cells ran
     assert resumed.read_bytes() == straight.read_bytes()

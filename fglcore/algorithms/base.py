@@ -282,6 +282,12 @@ class Algorithm:
 
     # -- running ------------------------------------------------------------------------------------
 
+    def memory_estimate(self) -> int | None:
+        """Bytes this run will hold beyond its loaded data, for runs that may need a large share of a machine
+        (``None``: a usual run, small next to the data). A sweep runs a run whose estimate exceeds
+        :data:`fglcore.claims.ALONE_SHARE` of the memory alone (:meth:`fglcore.claims.RunClaims.memory_gate`)."""
+        return None
+
     def build(self, channel: Channel) -> tuple[Server | None, list[Client]]:
         """Create the server (``None`` when there is none) and the clients; messages sent while
         building (if any) go through ``channel``."""

@@ -130,8 +130,8 @@ from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
 from fglcore.fl.engine import Client, Server
 from fglcore.models import build_model
-from fglcore.models.neighgen import ENCODERS, NeighGen
-from fglcore.runtime import set_seed
+from fglcore.models.neighgen import ENCODERS, GENERATOR_HIDDEN, NeighGen
+from fglcore.runtime import memory_bytes, set_seed
 
 PRE_TRAINING = 0  # ledger round of NeighGen's training, before FedSage's round 1
 FEDERATIONS = ("fedavg", "fedsgd")  # phase 2: FedSage (FedAvg) or FedSGD on the mended graphs
@@ -445,6 +445,7 @@ class NeighGenOwner:
                     elif cross:
                         p.grad.add_(grad)
         self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)  # twenty clients' fGen gradients would otherwise stay in memory
         return float(step.loss.detach())
 
     # -- mending ----------------------------------------------------------------------------------
@@ -545,8 +546,23 @@ class FedSagePlus(FedSage):
                     "set federation to 'fedavg'")
         return merged
 
+    def memory_estimate(self) -> int:
+        """Bytes of NeighGen's phase: every client's fGen (parameters and Adam's two moments, 12 bytes a
+        parameter; its widths are ``latent_dim``, 256, 2048 and ``num_pred`` x the features, so nearly all of it
+        is the last layer) held at once, plus one step's snapshot and gradient. CiteSeer (3,703 features), 20
+        clients: 9.8 GB."""
+        widths = [self.options["latent_dim"], *GENERATOR_HIDDEN, self.options["num_pred"] * self.federation.num_features]
+        fgen = sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
+        return (12 * len(self.clients_data) + 8) * fgen
+
     def build(self, channel: Channel) -> tuple[Server, list[Client]]:
         """Train the NeighGens (through ``channel``, ledger round 0), mend every client's graph, then FedSage."""
+        need, memory = self.memory_estimate(), memory_bytes()
+        if memory and need > 0.9 * memory:
+            raise ConfigError(f"num_clients: FedSage+'s {len(self.clients_data)} NeighGens on {self.config.dataset} "
+                              f"({self.federation.num_features} features) need about {need / 1e9:.1f} GB at once, "
+                              f"more than this machine's {memory / 2**30:.1f} GiB can hold; use fewer clients, a "
+                              "smaller num_pred, or a machine with more memory")
         self.mended = self.mend_graphs(channel)
         return super().build(channel)
 

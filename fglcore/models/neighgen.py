@@ -12,6 +12,7 @@ from fglcore.models.gcn import GCN
 from fglcore.models.sage import GraphSAGE
 
 ENCODERS = {"sage": GraphSAGE, "gcn": GCN}
+GENERATOR_HIDDEN = (256, 2048)  # fGen's hidden widths in both official codes
 
 
 class NeighGenOutput(NamedTuple):
@@ -57,7 +58,7 @@ class NeighGen(nn.Module):
     """
 
     def __init__(self, in_channels: int, hidden_channels: int = 32, latent_channels: int = 128, num_pred: int = 5,
-                 dropout: float = 0.5, encoder: str = "sage", generator_hidden: Sequence[int] = (256, 2048)):
+                 dropout: float = 0.5, encoder: str = "sage", generator_hidden: Sequence[int] = GENERATOR_HIDDEN):
         super().__init__()
         if encoder not in ENCODERS:
             raise ValueError(f"encoder: {encoder!r} is not accepted; accepted: {', '.join(ENCODERS)}")
