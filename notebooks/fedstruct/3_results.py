@@ -168,7 +168,8 @@ print(absent.to_string(index=False) if not absent.empty else "every row asked fo
 fedgcn = ran[ran["method"] == "fedgcn_2hop"]
 ours_at_10 = fedgcn[fedgcn["num_clients"] == 10].set_index("dataset")["ours_mean"]
 print(fedgcn.pivot_table(index="dataset", columns="num_clients", values="paper_mean").rsub(ours_at_10, axis=0)
-      .round(2).add_prefix("ours at 10 clients - paper at ").to_string())
+      .round(2).add_prefix("ours at 10 clients - paper at ").to_string() if not ours_at_10.empty
+      else "no 10-client FedGCN-2hop run in this profile")
 
 # %%
 fig = plotting.method_bars(
