@@ -116,6 +116,19 @@ def test_structure_features(federation):
         fedstar_features(federation.data.edge_index, N, width=16, rw_steps=16)
 
 
+def test_large_graphs_take_the_return_probabilities_from_block_powers(federation, monkeypatch):
+    """Above EIGH_MAX_NODES no dense eigendecomposition: the diagonals of the powers, a block of columns at a
+    time, give the same numbers."""
+    from fglcore.data import node_structure
+
+    edge_index = federation.data.edge_index
+    by_eigh = node_structure.return_probabilities(edge_index, N, 9, cache=False)
+    monkeypatch.setattr(node_structure, "EIGH_MAX_NODES", N - 1)
+    monkeypatch.setattr(node_structure, "RETURN_BLOCK", 7)  # several blocks, the last one short
+    monkeypatch.setattr(node_structure.np.linalg, "eigh", None)  # never called
+    assert torch.allclose(node_structure.return_probabilities(edge_index, N, 9, cache=False), by_eigh, atol=1e-6)
+
+
 def test_node2vec_structure_features_are_the_global_graphs_embedding_rows(federation):
     from fglcore.data.node_structure import node2vec_features
 

@@ -20,8 +20,15 @@ r"""FedStruct's task-agnostic node structure features (NSFs), Aliakbari et al., 
   :math:`8n^2` bytes, so about 3 GB for PubMed) gives all 50 diagonals at
   once, where sparse powers fill in to dense long before the 50th (FedStar's
   :func:`~fglcore.data.structure.random_walk_encoding` on the self-looped
-  graph gives the same numbers, in minutes for Cora). The result is cached
-  on disk by graph and step count (``cache_root()/structure/``).
+  graph gives the same numbers, in minutes for Cora). Above
+  :data:`EIGH_MAX_NODES` nodes (PubMed: the dense matrix, LAPACK's
+  workspace and the eigenvectors would take about 12 GB) the diagonals come
+  instead from :math:`\hat A_{sym}^k E_B` for blocks :math:`E_B` of
+  :data:`RETURN_BLOCK` columns of the identity: the same numbers up to
+  rounding, in :math:`O(k\,\mathrm{nnz}\,n)` time and
+  :math:`8 n B` bytes. The result is cached on disk by graph and step count
+  (``cache_root()/structure/``; one process computes it while the others
+  wait for it).
 
 * :func:`node2vec_features` (Table 8, App. H: the server knows the global
   graph): PyG's ``Node2Vec`` trained as the official code does (its
@@ -50,6 +57,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
+from filelock import FileLock
 from torch import Tensor
 from torch_geometric.data import Data
 
@@ -69,15 +77,18 @@ def degree_features(degree: Tensor, width: int = 256) -> Tensor:
 def _cached(payload: dict, shape: tuple[int, int], compute, cache: bool = True) -> Tensor:
     """``compute()`` kept on disk under ``cache_root()/structure/`` by the sha256 of ``payload`` (what was
     computed, its settings and the graph's checksum); a cached tensor of another shape is computed again.
-    Written atomically (a temporary file, then :func:`os.replace`)."""
+    Written atomically (a temporary file, then :func:`os.replace`), under a file lock, so that processes asking
+    for the same tensor at once compute it once."""
     path = cache_root() / "structure" / f"{hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()}.pt"
-    if cache and path.is_file():
-        values = torch.load(path, weights_only=True)
-        if isinstance(values, Tensor) and values.shape == shape:
-            return values
-    values = compute()
-    if cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    if not cache:
+        return compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(path.with_name(f".{path.name}.lock")):  # one process computes, the others wait and read it
+        if path.is_file():
+            values = torch.load(path, weights_only=True)
+            if isinstance(values, Tensor) and values.shape == shape:
+                return values
+        values = compute()
         partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
         torch.save(values, partial)
         os.replace(partial, path)
@@ -90,20 +101,47 @@ def _graph_checksum(edge_index: Tensor, num_nodes: int) -> str:
     return data_checksum(Data(edge_index=edge_index.cpu(), num_nodes=num_nodes))
 
 
+EIGH_MAX_NODES = 10_000
+"""Return probabilities come from one dense eigendecomposition up to this many nodes (every graph whose Fed⋆
+runs are stored: Cora, CiteSeer, Chameleon, Photo), from block powers above it (:func:`return_probabilities`)."""
+
+RETURN_BLOCK = 1024
+"""Columns of the identity propagated at once by the block powers (PubMed: 19,717 x 1,024 float64, 0.16 GB)."""
+
+
 def return_probabilities(edge_index: Tensor, num_nodes: int, steps: int, cache: bool = True) -> Tensor:
     r"""``float32[n, steps]``: :math:`(\hat A^k)_{vv}` for ``k = 1..steps`` (module docstring), cached on disk."""
+    by_powers = num_nodes > EIGH_MAX_NODES
     payload = {"version": 1, "what": "fedstruct return probabilities", "steps": int(steps),
-               "graph": _graph_checksum(edge_index, num_nodes)}
+               "graph": _graph_checksum(edge_index, num_nodes), **({"method": "block powers"} if by_powers else {})}
 
     def compute() -> Tensor:
         adj = self_loop_adjacency(edge_index, num_nodes)
         scale = 1.0 / np.sqrt(np.asarray(adj.sum(axis=1)).ravel())
-        symmetric = (sp.diags(scale) @ adj @ sp.diags(scale)).toarray()
-        eigenvalues, eigenvectors = np.linalg.eigh(symmetric)
+        symmetric = (sp.diags(scale) @ adj @ sp.diags(scale)).tocsr()
+        if by_powers:
+            return torch.from_numpy(block_power_diagonals(symmetric, steps)).to(torch.float32)
+        eigenvalues, eigenvectors = np.linalg.eigh(symmetric.toarray())
         powers = eigenvalues[:, None] ** np.arange(1, steps + 1)[None, :]  # (n, steps)
         return torch.from_numpy((eigenvectors**2) @ powers).to(torch.float32)
 
     return _cached(payload, (num_nodes, steps), compute, cache)
+
+
+def block_power_diagonals(matrix: sp.csr_matrix, steps: int, block: int | None = None) -> np.ndarray:
+    """``float64[n, steps]``: the diagonals of ``matrix ** k`` for ``k = 1..steps``, from ``matrix ** k`` times
+    ``block`` (default :data:`RETURN_BLOCK`) columns of the identity at a time (sparse times dense: nothing
+    ``n x n`` is formed)."""
+    n, block = matrix.shape[0], block or RETURN_BLOCK
+    out = np.empty((n, steps))
+    for start in range(0, n, block):
+        cols = np.arange(start, min(n, start + block))
+        x = np.zeros((n, cols.size))
+        x[cols, np.arange(cols.size)] = 1.0
+        for k in range(steps):
+            x = matrix @ x
+            out[cols, k] = x[cols, np.arange(cols.size)]
+    return out
 
 
 def fedstar_features(edge_index: Tensor, num_nodes: int, width: int = 256, rw_steps: int = 50) -> Tensor:

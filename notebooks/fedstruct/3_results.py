@@ -214,15 +214,19 @@ display(compare.claims_table(compare.check_claims(results, "fedstruct", tables=[
 # with $\hat A$), FedSGD GNN 25, Central 30; Cora, CiteSeer and Chameleon 1-40 (FedGCN-2hop on Chameleon 39).
 # Projected from these, the 1,060 runs of measured kinds take **5.9 hours on
 # one thread, about 3 on two workers** (`fgl run --workers 2`), 8.3 hours
-# before those two changes. Not in that figure: FedSage+ (130 runs; its
-# generator training makes it the slowest baseline: about 150 s a run on
-# Photo before its FedAvg rounds, not measured to the end), Photo's FedGCN-2hop and FED-PUB (60 runs),
-# and FedStruct (H2V)-F on PubMed (30 runs), which cannot run here: the
-# unpruned $\hat A^{20}$ of PubMed is dense (all 389 million values; Alg. 3
-# exchanges it block by block), far beyond this machine's memory. Fed⋆'s
-# random-walk features of PubMed take one dense eigendecomposition of a
-# 19,717-node matrix once (cached afterwards): more than 5 CPU minutes (not
-# timed to the end) and 3.1 GB per dense float64 copy of the matrix.
+# before those two changes. Not in that figure: FedSage+ (150 runs), Photo's
+# FedGCN-2hop and FED-PUB (60 runs), and FedStruct (H2V)-F on PubMed (30
+# runs), which is out of reach here: the unpruned $\hat A^{20}$ of PubMed is
+# dense (all 389 million values, about 17 GB as Alg. 3 forms them; §1).
+# FedSage+ (2026-11-27, one thread, CPU seconds): a reply to a client whose
+# loss nodes ask for no generated neighbour is a zero gradient, sent but not
+# computed, which cut its NeighGen phase 8-fold (Cora, 20 clients: 1,150 ->
+# 141 s a run; 10 clients: 326 -> 79 s). Its memory is every client's fGen
+# with Adam's moments at once: 9.5 GB for CiteSeer at 20 clients, so those
+# runs compute alone (README, "Long sweeps"). Fed⋆'s random-walk features of
+# PubMed come from block powers instead of a dense eigendecomposition (130
+# CPU s and 0.72 GB at the peak, cached afterwards; the eigendecomposition
+# needed about 12 GB).
 
 # %%
 if plan["cost"]:
