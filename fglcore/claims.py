@@ -28,8 +28,9 @@ from filelock import FileLock, Timeout
 #: Folder beside a results file that holds the claims of running configurations.
 CLAIM_FOLDER = ".claims"
 
-#: A run whose memory estimate exceeds this share of the machine's memory runs alone (:meth:`RunClaims.memory_gate`):
-#: two runs below it, the processes themselves (about 0.5 GB each) and the operating system fit together.
+#: A run whose memory estimate exceeds this share of the machine's memory is heavy: a sweep's processes compute one
+#: heavy run at a time (:meth:`RunClaims.memory_gate`); one heavy run, usual runs (a few GB at most) beside it, the
+#: processes themselves (about 0.5 GB each) and the operating system fit together.
 ALONE_SHARE = 0.35
 
 #: The lock file of the memory gate, in :data:`CLAIM_FOLDER`.
@@ -95,24 +96,24 @@ class RunClaims:
         return False
 
     @contextlib.contextmanager
-    def memory_gate(self, exclusive: bool, blocking: bool = True) -> Iterator[bool]:
-        """Hold the gate while a run computes: shared by usual runs, ``exclusive`` for a run that needs a large
-        share of the memory (its :meth:`~fglcore.algorithms.base.Algorithm.memory_estimate` above
-        :data:`ALONE_SHARE`), so that the processes of a sweep never compute two such runs, or one beside
-        others, at once. An OS lock (``flock``) on :data:`GATE_FILE`, released however the process ends. The
-        exclusive holder waits for the runs in progress to finish, and the others wait for it. Yields whether
-        the gate is held (always, when ``blocking``; without ``flock``, on other platforms, it never waits).
+    def memory_gate(self, heavy: bool, blocking: bool = True) -> Iterator[bool]:
+        """Hold the gate while a ``heavy`` run computes (its :meth:`~fglcore.algorithms.base.Algorithm.memory_estimate`
+        above :data:`ALONE_SHARE` of the memory), so that the processes of a sweep compute one such run at a time;
+        usual runs go on beside it. An OS lock (``flock``) on :data:`GATE_FILE`, released however the process ends.
+        Yields whether the gate is held (always when ``blocking``; a usual run holds nothing and never waits, and
+        without ``flock``, on other platforms, nothing waits).
         """
         try:
             import fcntl
         except ImportError:  # pragma: no cover - not on Linux or macOS
+            fcntl = None
+        if not heavy or fcntl is None:
             yield True
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         with open(self.folder / GATE_FILE, "a") as handle:
-            mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | (0 if blocking else fcntl.LOCK_NB)
             try:
-                fcntl.flock(handle, mode)
+                fcntl.flock(handle, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
             except BlockingIOError:
                 yield False
                 return

@@ -259,10 +259,10 @@ def _relabelled(rows: pd.DataFrame, source_id: str, config: ExperimentConfig, *,
     return copy.to_dict("records")
 
 
-def runs_alone(algorithm: Algorithm) -> bool:
-    """Whether ``algorithm``'s run needs the machine to itself: its
+def is_heavy(algorithm: Algorithm) -> bool:
+    """Whether ``algorithm``'s run needs a large share of the machine: its
     :meth:`~fglcore.algorithms.base.Algorithm.memory_estimate` exceeds :data:`~fglcore.claims.ALONE_SHARE` of the
-    memory (:func:`fglcore.runtime.memory_bytes`)."""
+    memory (:func:`fglcore.runtime.memory_bytes`). A sweep's processes compute one heavy run at a time."""
     estimate, memory = algorithm.memory_estimate(), runtime.memory_bytes()
     return bool(estimate and memory and estimate > ALONE_SHARE * memory)
 
@@ -315,9 +315,9 @@ def sweep(
     skips runs another process has claimed, copies or skips what the others
     have stored, and, having done all it could, waits for the others' runs
     (looking every :data:`CLAIM_POLL_SECONDS`), so that every process
-    returns the same complete rows. A run that needs a large share of the
-    memory (:func:`runs_alone`) computes alone: it waits for the others' runs
-    in progress, and they wait for it (:meth:`fglcore.claims.RunClaims.memory_gate`).
+    returns the same complete rows. Runs that need a large share of the
+    memory (:func:`is_heavy`) compute one at a time, usual runs beside them
+    (:meth:`fglcore.claims.RunClaims.memory_gate`).
 
     A file :data:`STOP_FILE` beside the results file (:func:`request_stop`,
     ``fgl stop``) stops the sweep before its next computed run, with
@@ -410,7 +410,7 @@ def sweep(
         start = time.perf_counter()
         algorithm = prepare(config)
         try:
-            with claims.memory_gate(exclusive=runs_alone(algorithm)):
+            with claims.memory_gate(heavy=is_heavy(algorithm)):
                 result = algorithm.run(checkpoint=checkpoint)
         except TrainingDiverged as error:  # nothing is stored; say which run of the sweep it was
             raise TrainingDiverged(f"{desc}, {_label(config)}: {error}") from error

@@ -97,16 +97,13 @@ def test_live_holders_counts_the_holders_computing_now(tmp_path):
         assert me.live_holders() == 1
 
 
-def test_the_memory_gate_is_shared_by_usual_runs_and_exclusive_for_one_that_runs_alone(tmp_path):
+def test_the_memory_gate_lets_one_heavy_run_compute_at_a_time_and_usual_runs_beside_it(tmp_path):
     first, second = RunClaims(tmp_path), RunClaims(tmp_path)
-    with first.memory_gate(exclusive=False) as held:
+    with first.memory_gate(heavy=True) as held:
         assert held
-        with second.memory_gate(exclusive=False, blocking=False) as also:
-            assert also  # two usual runs side by side
-        with second.memory_gate(exclusive=True, blocking=False) as alone:
-            assert not alone  # a run that needs the machine waits for the one in progress
-    with first.memory_gate(exclusive=True):
-        with second.memory_gate(exclusive=False, blocking=False) as beside:
-            assert not beside  # and nothing runs beside it
-    with second.memory_gate(exclusive=True, blocking=False) as alone:
-        assert alone  # released on leaving
+        with second.memory_gate(heavy=True, blocking=False) as another:
+            assert not another  # a second heavy run waits
+        with second.memory_gate(heavy=False, blocking=False) as usual:
+            assert usual  # a usual run does not
+    with second.memory_gate(heavy=True, blocking=False) as another:
+        assert another  # released on leaving

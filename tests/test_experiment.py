@@ -117,15 +117,15 @@ def test_grid_validates_every_config_before_any_run(fake_stack, tmp_path):
     assert FakeAlgorithm.calls == [] and fake_stack == [] and not (tmp_path / "results.csv").exists()
 
 
-def test_a_run_that_needs_a_large_share_of_the_memory_computes_alone(fake_stack, tmp_path, monkeypatch):
-    """While it computes, another process of the sweep cannot start a run beside it; a usual run can."""
+def test_runs_that_need_a_large_share_of_the_memory_compute_one_at_a_time(fake_stack, tmp_path, monkeypatch):
+    """While one computes, another process of the sweep cannot start a second one; usual runs do not wait."""
     monkeypatch.setattr(experiment.runtime, "memory_bytes", lambda: 10 * 2**30)
     other_worker = RunClaims(tmp_path / CLAIM_FOLDER)
-    beside = []
+    second_heavy = []
 
     def probe():
-        with other_worker.memory_gate(exclusive=False, blocking=False) as started:
-            beside.append(started)
+        with other_worker.memory_gate(heavy=True, blocking=False) as started:
+            second_heavy.append(started)
 
     FakeAlgorithm.during_run = probe
     FakeAlgorithm.estimate = int(0.5 * 10 * 2**30)  # half the memory: above ALONE_SHARE
@@ -134,7 +134,7 @@ def test_a_run_that_needs_a_large_share_of_the_memory_computes_alone(fake_stack,
     experiment.sweep([{**BASE, "seed": 1}], tmp_path / "results.csv", progress=False)
     FakeAlgorithm.estimate = None  # a usual run
     experiment.sweep([{**BASE, "seed": 2}], tmp_path / "results.csv", progress=False)
-    assert beside == [False, True, True] and ALONE_SHARE < 0.5
+    assert second_heavy == [False, True, True] and ALONE_SHARE < 0.5
 
 
 @pytest.mark.parametrize("interruption", [KeyboardInterrupt, RuntimeError])
