@@ -316,8 +316,9 @@ def sweep(
     have stored, and, having done all it could, waits for the others' runs
     (looking every :data:`CLAIM_POLL_SECONDS`), so that every process
     returns the same complete rows. Runs that need a large share of the
-    memory (:func:`is_heavy`) compute one at a time, usual runs beside them
-    (:meth:`fglcore.claims.RunClaims.memory_gate`).
+    memory (:func:`is_heavy`) compute one at a time: a process that meets one
+    while another computes one leaves it for later and goes on with the
+    others (:meth:`fglcore.claims.RunClaims.memory_gate`).
 
     A file :data:`STOP_FILE` beside the results file (:func:`request_stop`,
     ``fgl stop``) stops the sweep before its next computed run, with
@@ -409,11 +410,14 @@ def sweep(
         checkpoint = RoundCheckpoint(store.path.parent / CHECKPOINT_FOLDER / f"{rid}.pt")
         start = time.perf_counter()
         algorithm = prepare(config)
-        try:
-            with claims.memory_gate(heavy=is_heavy(algorithm)):
+        with claims.memory_gate(heavy=is_heavy(algorithm), blocking=False) as admitted:
+            if not admitted:  # another process computes a heavy run: this one waits its turn, the others go on
+                claims.release(rid)
+                return None
+            try:
                 result = algorithm.run(checkpoint=checkpoint)
-        except TrainingDiverged as error:  # nothing is stored; say which run of the sweep it was
-            raise TrainingDiverged(f"{desc}, {_label(config)}: {error}") from error
+            except TrainingDiverged as error:  # nothing is stored; say which run of the sweep it was
+                raise TrainingDiverged(f"{desc}, {_label(config)}: {error}") from error
         rows = rows_from_result(config, result, per_client=per_client, curve=curve)
         seconds = round(time.perf_counter() - start, 2)
         if artifact is not None:  # before the rows: a stored run always had its artifact written

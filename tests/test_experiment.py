@@ -45,7 +45,8 @@ class FakeAlgorithm:
         return dict(options)
 
     def memory_estimate(self):
-        return FakeAlgorithm.estimate
+        estimate = FakeAlgorithm.estimate
+        return estimate(self.config) if callable(estimate) else estimate
 
     def run(self, channel=None, checkpoint=None):
         if FakeAlgorithm.during_run is not None:
@@ -135,6 +136,30 @@ def test_runs_that_need_a_large_share_of_the_memory_compute_one_at_a_time(fake_s
     FakeAlgorithm.estimate = None  # a usual run
     experiment.sweep([{**BASE, "seed": 2}], tmp_path / "results.csv", progress=False)
     assert second_heavy == [False, True, True] and ALONE_SHARE < 0.5
+
+
+def test_a_heavy_run_waits_its_turn_while_the_sweep_goes_on_with_the_others(fake_stack, tmp_path, monkeypatch):
+    """Another process computes a heavy run: this sweep leaves its own heavy run for later, computes the usual
+    ones, and computes the heavy one once the gate is free."""
+    import threading
+
+    monkeypatch.setattr(experiment.runtime, "memory_bytes", lambda: 10 * 2**30)
+    monkeypatch.setattr(experiment, "CLAIM_POLL_SECONDS", 0.05)
+    FakeAlgorithm.estimate = lambda config: 5 * 2**30 if config.seed == 0 else None  # seed 0 is heavy
+    other_worker, holding, release = RunClaims(tmp_path / CLAIM_FOLDER), threading.Event(), threading.Event()
+
+    def other_heavy_run():
+        with other_worker.memory_gate(heavy=True):
+            holding.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=other_heavy_run)
+    thread.start()
+    holding.wait(10)
+    FakeAlgorithm.during_run = lambda: release.set() if len(FakeAlgorithm.calls) == 1 else None
+    experiment.sweep([{**BASE, "seed": s} for s in range(3)], tmp_path / "results.csv", progress=False)
+    thread.join(10)
+    assert [seed for seed, _ in FakeAlgorithm.calls] == [1, 2, 0]
 
 
 @pytest.mark.parametrize("interruption", [KeyboardInterrupt, RuntimeError])
