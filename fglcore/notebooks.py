@@ -176,7 +176,8 @@ def _absolute_paths(value: Any) -> Any:
 
     if isinstance(value, list):
         return [_absolute_paths(v) for v in value]
-    if isinstance(value, str) and is_dataset_path(value) and not Path(value).expanduser().is_absolute():
+    if isinstance(value, str) and is_dataset_path(value) and "\x00" not in value \
+            and not Path(value).expanduser().is_absolute():  # a NUL is left for validation to refuse
         return str(Path(value).expanduser().resolve())
     return value
 

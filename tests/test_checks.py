@@ -175,6 +175,9 @@ def test_a_client_count_is_refused_under_the_parameter_it_came_from():
     fedspray = next(nb for nb in NOTEBOOKS if nb.parent.name == "fedspray" and nb.stem == "1_motivation")
     with pytest.raises(ConfigError, match=r"parameter 'num_clients': stand_in_clients: expected an int >= 1"):
         notebooks.prepare(fedspray, "smoke", {"num_clients": 0})  # also found by the property test
+    results = next(nb for nb in NOTEBOOKS if nb.parent.name == "fedspray" and nb.stem == "3_results")
+    with pytest.raises(ConfigError, match=r"parameter 'datasets'.*contains a NUL character"):
+        notebooks.prepare(results, "smoke", {"datasets": ["\x00/"]})  # also found by the property test
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -875,6 +875,9 @@ def _registered(name: str, caller: str) -> DatasetSpec:
 
 
 def _user_path(value: str | os.PathLike) -> Path:
+    if "\x00" in os.fspath(value):  # the OS would refuse it with a bare ValueError
+        raise UserDatasetError(f"{os.fspath(value)!r} is not a path to a graph: it contains a NUL character "
+                               f"(see {README_SECTION})")
     return Path(value).expanduser().resolve()
 
 
