@@ -31,7 +31,7 @@ CLAIM_FOLDER = ".claims"
 #: A run whose memory estimate exceeds this share of the machine's memory is heavy: a sweep's processes compute one
 #: heavy run at a time (:meth:`RunClaims.memory_gate`); one heavy run, usual runs (a few GB at most) beside it, the
 #: processes themselves (about 0.5 GB each) and the operating system fit together.
-ALONE_SHARE = 0.35
+HEAVY_SHARE = 0.35
 
 #: The lock file of the memory gate, in :data:`CLAIM_FOLDER`.
 GATE_FILE = "memory.gate"
@@ -98,7 +98,7 @@ class RunClaims:
     @contextlib.contextmanager
     def memory_gate(self, heavy: bool, blocking: bool = True) -> Iterator[bool]:
         """Hold the gate while a ``heavy`` run computes (its :meth:`~fglcore.algorithms.base.Algorithm.memory_estimate`
-        above :data:`ALONE_SHARE` of the memory), so that the processes of a sweep compute one such run at a time;
+        above :data:`HEAVY_SHARE` of the memory), so that the processes of a sweep compute one such run at a time;
         usual runs go on beside it. An OS lock (``flock``) on :data:`GATE_FILE`, released however the process ends.
         Yields whether the gate is held (always when ``blocking``; a usual run holds nothing and never waits, and
         without ``flock``, on other platforms, nothing waits).

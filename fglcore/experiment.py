@@ -35,7 +35,7 @@ from fglcore import runtime
 from fglcore.algorithms import ALGORITHMS
 from fglcore.algorithms.base import Algorithm
 from fglcore.artifacts import RunArtifact
-from fglcore.claims import ALONE_SHARE, CLAIM_FOLDER, RunClaims
+from fglcore.claims import CLAIM_FOLDER, HEAVY_SHARE, RunClaims
 from fglcore.checks import check_non_empty
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import build_federation
@@ -261,10 +261,10 @@ def _relabelled(rows: pd.DataFrame, source_id: str, config: ExperimentConfig, *,
 
 def is_heavy(algorithm: Algorithm) -> bool:
     """Whether ``algorithm``'s run needs a large share of the machine: its
-    :meth:`~fglcore.algorithms.base.Algorithm.memory_estimate` exceeds :data:`~fglcore.claims.ALONE_SHARE` of the
+    :meth:`~fglcore.algorithms.base.Algorithm.memory_estimate` exceeds :data:`~fglcore.claims.HEAVY_SHARE` of the
     memory (:func:`fglcore.runtime.memory_bytes`). A sweep's processes compute one heavy run at a time."""
     estimate, memory = algorithm.memory_estimate(), runtime.memory_bytes()
-    return bool(estimate and memory and estimate > ALONE_SHARE * memory)
+    return bool(estimate and memory and estimate > HEAVY_SHARE * memory)
 
 
 def sweep(

@@ -11,7 +11,7 @@ import torch
 from fglcore import experiment, runtime
 from fglcore.algorithms import ALGORITHMS
 from fglcore.artifacts import RunArtifact
-from fglcore.claims import ALONE_SHARE, CLAIM_FOLDER, RunClaims
+from fglcore.claims import CLAIM_FOLDER, HEAVY_SHARE, RunClaims
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl import Channel, RunResult
 from fglcore.fl.engine import TrainingDiverged
@@ -129,13 +129,13 @@ def test_runs_that_need_a_large_share_of_the_memory_compute_one_at_a_time(fake_s
             second_heavy.append(started)
 
     FakeAlgorithm.during_run = probe
-    FakeAlgorithm.estimate = int(0.5 * 10 * 2**30)  # half the memory: above ALONE_SHARE
+    FakeAlgorithm.estimate = int(0.5 * 10 * 2**30)  # half the memory: above HEAVY_SHARE
     experiment.sweep([{**BASE, "seed": 0}], tmp_path / "results.csv", progress=False)
     FakeAlgorithm.estimate = int(0.1 * 10 * 2**30)
     experiment.sweep([{**BASE, "seed": 1}], tmp_path / "results.csv", progress=False)
     FakeAlgorithm.estimate = None  # a usual run
     experiment.sweep([{**BASE, "seed": 2}], tmp_path / "results.csv", progress=False)
-    assert second_heavy == [False, True, True] and ALONE_SHARE < 0.5
+    assert second_heavy == [False, True, True] and HEAVY_SHARE < 0.5
 
 
 def test_a_heavy_run_waits_its_turn_while_the_sweep_goes_on_with_the_others(fake_stack, tmp_path, monkeypatch):

@@ -285,7 +285,7 @@ class Algorithm:
     def memory_estimate(self) -> int | None:
         """Bytes this run will hold beyond its loaded data, for runs that may need a large share of a machine
         (``None``: a usual run, small next to the data). A sweep's processes compute one run at a time whose
-        estimate exceeds :data:`fglcore.claims.ALONE_SHARE` of the memory (:meth:`fglcore.claims.RunClaims.memory_gate`)."""
+        estimate exceeds :data:`fglcore.claims.HEAVY_SHARE` of the memory (:meth:`fglcore.claims.RunClaims.memory_gate`)."""
         return None
 
     def build(self, channel: Channel) -> tuple[Server | None, list[Client]]:
