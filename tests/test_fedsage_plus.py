@@ -394,13 +394,13 @@ def test_without_generated_neighbours_the_replies_are_full_size_zeros_that_chang
         assert torch.equal(value, expected), name
 
 
-def test_the_memory_estimate_counts_every_clients_fgen_and_adams_moments(fed, monkeypatch):
+def test_the_memory_estimate_counts_every_clients_fgen_adams_moments_and_the_replies(fed, monkeypatch):
     from fglcore.algorithms import fedsage_plus
 
     algorithm = ALGORITHMS.get("fedsage_plus")(config(), fed, CPU)
     owner = NeighGenOwner(0, fed.clients[0], CLASSES, config(), algorithm.options, CPU)
     fgen = sum(p.numel() for p in owner.model.fgen.parameters())
-    assert algorithm.memory_estimate() == (12 * K + 8) * fgen
+    assert algorithm.memory_estimate() == (12 * K + 4 * (K - 1) + 8) * fgen
     monkeypatch.setattr(fedsage_plus, "memory_bytes", lambda: algorithm.memory_estimate())  # a machine too small
     with pytest.raises(ConfigError, match=r"num_clients: FedSage\+'s 3 NeighGens on Cora \(10 features\) need"):
         algorithm.run()

@@ -222,7 +222,8 @@ display(compare.claims_table(compare.check_claims(results, "fedstruct", tables=[
 # loss nodes ask for no generated neighbour is a zero gradient, sent but not
 # computed, which cut its NeighGen phase 8-fold (Cora, 20 clients: 1,150 ->
 # 141 s a run; 10 clients: 326 -> 79 s). Its memory is every client's fGen
-# with Adam's moments at once: 9.5 GB for CiteSeer at 20 clients, so the
+# with Adam's moments at once, and the peers' replies: 12.4 GB resident for
+# CiteSeer at 20 clients, so the
 # workers compute those runs one at a time (README, "Long sweeps"). Fed⋆'s random-walk features of
 # PubMed come from block powers instead of a dense eigendecomposition (130
 # CPU s and 0.72 GB at the peak, cached afterwards; the eigendecomposition
