@@ -176,9 +176,12 @@ def _absolute_paths(value: Any) -> Any:
 
     if isinstance(value, list):
         return [_absolute_paths(v) for v in value]
-    if isinstance(value, str) and is_dataset_path(value) and "\x00" not in value \
-            and not Path(value).expanduser().is_absolute():  # a NUL is left for validation to refuse
-        return str(Path(value).expanduser().resolve())
+    if isinstance(value, str) and is_dataset_path(value) and "\x00" not in value:
+        try:
+            path = Path(value).expanduser()
+        except RuntimeError:  # "~name" of no user: left for validation to refuse by name, as a NUL is
+            return value
+        return value if path.is_absolute() else str(path.resolve())
     return value
 
 

@@ -178,6 +178,8 @@ def test_a_client_count_is_refused_under_the_parameter_it_came_from():
     results = next(nb for nb in NOTEBOOKS if nb.parent.name == "fedspray" and nb.stem == "3_results")
     with pytest.raises(ConfigError, match=r"parameter 'datasets'.*contains a NUL character"):
         notebooks.prepare(results, "smoke", {"datasets": ["\x00/"]})  # also found by the property test
+    with pytest.raises(ConfigError, match=r"parameter 'datasets'.*'~0' is not a path to a graph"):
+        notebooks.prepare(results, "smoke", {"datasets": ["~0"]})  # also found by the property test: no user "0"
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

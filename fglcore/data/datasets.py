@@ -878,7 +878,11 @@ def _user_path(value: str | os.PathLike) -> Path:
     if "\x00" in os.fspath(value):  # the OS would refuse it with a bare ValueError
         raise UserDatasetError(f"{os.fspath(value)!r} is not a path to a graph: it contains a NUL character "
                                f"(see {README_SECTION})")
-    return Path(value).expanduser().resolve()
+    try:
+        return Path(value).expanduser().resolve()
+    except RuntimeError as error:  # "~name" of a user who does not exist
+        raise UserDatasetError(f"{os.fspath(value)!r} is not a path to a graph: {error} (see {README_SECTION})") \
+            from error
 
 
 def _user_data_file(path: Path) -> Path:
