@@ -172,16 +172,16 @@ def check_plan(notebook: str | os.PathLike, params: Mapping[str, Any]) -> Any:
 def _absolute_paths(value: Any) -> Any:
     """Relative paths to a user's graph (``graph.pt``, ``data/g.pt``) made absolute: the kernel runs in the
     notebook's folder, not where ``fgl`` was started."""
-    from fglcore.data.datasets import is_dataset_path
+    from fglcore.data.datasets import UserDatasetError, _user_path, is_dataset_path
 
     if isinstance(value, list):
         return [_absolute_paths(v) for v in value]
-    if isinstance(value, str) and is_dataset_path(value) and "\x00" not in value:
+    if isinstance(value, str) and is_dataset_path(value):
         try:
-            path = Path(value).expanduser()
-        except RuntimeError:  # "~name" of no user: left for validation to refuse by name, as a NUL is
+            path = _user_path(value)
+        except UserDatasetError:  # a NUL, "~name" of no user: left for validation to refuse by name
             return value
-        return value if path.is_absolute() else str(path.resolve())
+        return value if Path(value).is_absolute() or value.startswith("~") else str(path)
     return value
 
 
