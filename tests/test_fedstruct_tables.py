@@ -188,3 +188,36 @@ def test_plans_leave_out_the_cells_out_of_reach_and_say_so(monkeypatch):
     assert plan["out_of_reach"]["row"].tolist() == ["FedStruct (H2V)-F"] and len(plan["table2"]) == 1
     monkeypatch.setattr(fedstruct, "memory_bytes", lambda: 64 * GIB)
     assert len(ft.table2_configs(["PubMed"], [10], rows, [0])) == 2 and ft.out_of_reach_cells(["PubMed"], rows).empty
+
+
+def test_fedpub_rounds_check_reruns_table2s_fedpub_cells_on_cora_with_the_later_configs_rounds():
+    plan = ft.results_plan(["Cora", "CiteSeer"], [5, 10], ["fedpub", "central"], [0, 1], 0, [], ["central"], 1)
+    check = plan["fedpub_rounds"]
+    row = {(c.num_clients, c.seed): c for c in plan["table2"] if c.algorithm == "fedpub" and c.dataset == "Cora"}
+    assert sorted((c.num_clients, c.seed) for c in check) == sorted(row) and len(check) == 4
+    for c in check:  # the same run but for its rounds, and a table no report reads
+        same = row[(c.num_clients, c.seed)]
+        assert (c.rounds, c.evaluate_every, c.table) == (30, 30, ft.FEDPUB_ROUNDS_TABLE) and same.rounds == 50
+        assert c.replace(rounds=50, evaluate_every=50, table="2") == same
+    assert ft.results_plan(["Cora"], [5], ["fedpub"], [0], 3, [], ["central"], 1)["fedpub_rounds"] == []
+    assert ft.results_plan(["Cora"], [5], ["central"], [0], 0, [], ["central"], 1)["fedpub_rounds"] == []
+
+
+def test_fedpub_rounds_check_compares_both_readings_with_the_paper():
+    import pandas as pd
+
+    def rows(table, rounds, values):
+        return [{"paper": "fedstruct", "table": table, "dataset": "Cora", "partition": "random", "num_clients": 10,
+                 "method": "fedpub", "model": "gcn", "setting": "", "metric": "accuracy", "seed": seed,
+                 "value": value, "selected_round": rounds, "config_id": f"{table}-{seed}"}
+                for seed, value in enumerate(values)]
+
+    other = [{**r, "dataset": "CiteSeer"} for r in rows("2", 100, [60.0, 62.0])]
+    results = pd.DataFrame(rows("2", 50, [55.0, 57.0]) + rows(ft.FEDPUB_ROUNDS_TABLE, 30, [61.0, 63.0]) + other)
+    table = ft.fedpub_rounds_check(results)
+    assert list(table["reading"]) == ["the check", "Table 2's row"] and list(table["rounds"]) == [30, 50]
+    assert set(table["dataset"]) == {"Cora"}  # only where the check ran
+    paper = 61.82  # params/fedstruct/paper.yaml, Table 2, Cora, 10 clients
+    assert table["ours_mean"].tolist() == [62.0, 56.0] and table["paper_mean"].tolist() == [paper, paper]
+    assert table["delta"].round(2).tolist() == [round(62.0 - paper, 2), round(56.0 - paper, 2)]
+    assert ft.fedpub_rounds_check(results[results["table"] == "2"]).empty
