@@ -36,6 +36,28 @@ HEAVY_SHARE = 0.35
 #: The lock file of the memory gate, in :data:`CLAIM_FOLDER`.
 GATE_FILE = "memory.gate"
 
+#: Set to ``"1"`` in the environment of a helper kernel of ``fgl run --workers N`` (every kernel but the first).
+HELPER_ENV = "FGL_HELPER_KERNEL"
+
+
+class HelperFinished(Exception):
+    """Ends a helper kernel's notebook where its share of the work ends (:func:`helpers_stop_here`); ``fgl run``
+    takes it as the helper's normal end (:func:`fglcore.notebooks.execute`)."""
+
+
+def helpers_stop_here() -> None:
+    """In a helper kernel of ``fgl run --workers N``, end the notebook here; elsewhere, do nothing.
+
+    Helpers exist to share the sweeps' runs. A notebook calls this before work that is not stored and that the
+    first kernel does anyway, above all timings (Local bias: Table 3's seconds per epoch, Fig. 4's step
+    lengths): a helper doing it too would compute it twice and, worse, beside the first kernel's measurement,
+    on the same cores. The first kernel has by then passed every sweep before this point, so the helpers have
+    no runs of them left.
+    """
+    if os.environ.get(HELPER_ENV) == "1":
+        raise HelperFinished("this helper kernel's share of the notebook ends here (fglcore.claims."
+                             "helpers_stop_here): what follows is computed by the first kernel alone")
+
 
 class RunClaims:
     """This process's claims on the runs of one results file (a folder of lock files).

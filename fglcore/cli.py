@@ -174,7 +174,9 @@ def _execute_with_helpers(notebook: Path, profile: str, overrides: dict, out_dir
     executed copy, figures and tables into a scratch folder whose
     ``results.csv`` links to the real store, so the helpers' sweeps claim,
     compute and store runs there (:mod:`fglcore.claims`) and the scratch
-    folder is deleted at the end.
+    folder is deleted at the end. A helper's notebook ends early where the
+    notebook says that what follows is the first kernel's alone, such as
+    timings (:func:`fglcore.claims.helpers_stop_here`).
     """
     import tempfile
 
@@ -187,7 +189,8 @@ def _execute_with_helpers(notebook: Path, profile: str, overrides: dict, out_dir
             folder = Path(scratch) / f"worker-{k}"
             folder.mkdir()
             (folder / "results.csv").symlink_to((out / "results.csv").resolve())
-            tasks.append(functools.partial(notebooks.execute, notebook, profile, overrides, folder, progress=False))
+            tasks.append(functools.partial(notebooks.execute, notebook, profile, overrides, folder, progress=False,
+                                           helper=True))
         return _in_parallel(tasks, workers)[0]
 
 

@@ -35,7 +35,7 @@ from fglcore import runtime
 from fglcore.algorithms import ALGORITHMS
 from fglcore.algorithms.base import Algorithm
 from fglcore.artifacts import RunArtifact
-from fglcore.claims import CLAIM_FOLDER, HEAVY_SHARE, RunClaims
+from fglcore.claims import CLAIM_FOLDER, HEAVY_SHARE, RunClaims, helpers_stop_here
 from fglcore.checks import check_non_empty
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.data.federation import build_federation
@@ -48,7 +48,7 @@ from fglcore.runlog import BY_OTHERS, COMPUTED, REUSED, SweepLog, runs_left
 from fglcore.settings import settings
 
 __all__ = ["as_config", "prepare", "run", "run_full", "grid", "sweep", "stored_rows", "summarize", "request_stop",
-           "withdraw_stop", "SweepStopped", "parameters_named", "check_lists", "check_datasets"]
+           "withdraw_stop", "SweepStopped", "parameters_named", "check_lists", "check_datasets", "helpers_stop_here"]
 
 
 def as_config(config: ExperimentConfig | Mapping[str, Any]) -> ExperimentConfig:

@@ -31,6 +31,7 @@ import yaml
 
 from fglcore import paths
 from fglcore.checks import ConfigError, check_finite, check_unknown_keys, show
+from fglcore.claims import HELPER_ENV, HelperFinished
 
 PROFILES = ("smoke", "quick", "full")
 INJECTED = {"profile": "--profile", "output_dir": "--out"}
@@ -339,9 +340,13 @@ def _publish(staging: Path, out: Path) -> None:
 
 
 def execute(notebook: str | os.PathLike, profile: str, overrides: Mapping[str, Any] | None = None,
-            out_dir: str | os.PathLike | None = None, *, progress: bool = True) -> Path:
+            out_dir: str | os.PathLike | None = None, *, progress: bool = True, helper: bool = False) -> Path | None:
     """Run ``notebook`` with papermill; on success, the executed copy, figures and tables replace those in the
     output folder.
+
+    ``helper``: the kernel is a helper of ``fgl run --workers N``: it sees :data:`~fglcore.claims.HELPER_ENV`, and
+    its notebook may end early, at :func:`~fglcore.claims.helpers_stop_here`; nothing is published then and
+    ``None`` is returned.
 
     The kernel writes into a staging folder beside the output folder (its ``results.csv`` a link to the
     real run store, so finished runs are stored as they complete and an interrupted sweep resumes); only a
@@ -359,15 +364,19 @@ def execute(notebook: str | os.PathLike, profile: str, overrides: Mapping[str, A
     staging.mkdir(parents=True)
     (staging / "results.csv").symlink_to((out / "results.csv").resolve())
     log = staging.parent / f"{staging.name}.kernel.log"  # beside, not inside: never published
+    env = {"FGL_OUTPUT_STAGING": f"{out.resolve()}{os.pathsep}{staging}", **({HELPER_ENV: "1"} if helper else {})}
     try:
         with open(log, "w") as kernel_stderr:
             papermill.execute_notebook(
                 str(notebook), str(staging / Path(notebook).name), parameters=params, kernel_name="python3",
                 cwd=str(Path(notebook).resolve().parent), progress_bar=progress,
-                kernel_manager_class=kernel_manager({"FGL_OUTPUT_STAGING": f"{out.resolve()}{os.pathsep}{staging}"},
-                                                    stderr=kernel_stderr),
+                kernel_manager_class=kernel_manager(env, stderr=kernel_stderr),
             )
         _publish(staging, out)
+    except papermill.PapermillExecutionError as error:
+        if helper and error.ename == HelperFinished.__name__:
+            return None
+        raise
     except KeyboardInterrupt:
         log.unlink(missing_ok=True)  # the kernel's complaints about being shut down mid-cell say nothing
         raise

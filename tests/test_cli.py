@@ -141,8 +141,9 @@ def test_run_with_workers_gives_helpers_a_scratch_folder_linked_to_the_store(cap
 
     calls, all_running = [], threading.Barrier(3, timeout=10)
 
-    def execute(nb, profile, overrides=None, out_dir=None, *, progress=True):
+    def execute(nb, profile, overrides=None, out_dir=None, *, progress=True, helper=False):
         calls.append((out_dir, progress))
+        assert helper == (out_dir is not None)  # the helpers, and only they, may end at helpers_stop_here
         if out_dir is None:
             os.chdir(nb.parent)  # as papermill does, for the whole process, while the notebook runs
         all_running.wait()  # the three kernels run at the same time
@@ -211,7 +212,7 @@ def test_reproduce_with_workers_runs_notebooks_in_turn_each_in_several_kernels(c
     running, lock = set(), threading.Lock()
     barriers = collections.defaultdict(lambda: threading.Barrier(2, timeout=10))
 
-    def execute(nb, profile, overrides=None, out_dir=None, *, progress=True):
+    def execute(nb, profile, overrides=None, out_dir=None, *, progress=True, helper=False):
         with lock:
             running.add(nb.name)
             assert running == {nb.name}, f"two notebooks at once: {running}"

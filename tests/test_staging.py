@@ -1,4 +1,5 @@
-"""A run replaces its stored outputs only when it succeeds, and its kernel dies with fgl.
+"""A run replaces its stored outputs only when it succeeds, its kernel dies with fgl, and a helper kernel of
+``fgl run --workers`` ends where the notebook says its share ends.
 
 Each test executes a two-cell notebook in a scratch ``notebooks/<paper>/``
 folder (a few seconds per kernel); nothing trains.
@@ -29,13 +30,13 @@ assert not fail, "this run fails on purpose"
 """
 
 
-def _notebook(folder: Path) -> Path:
+def _notebook(folder: Path, body: str = BODY) -> Path:
     nb = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell(
         'profile = "quick"  # profile\noutput_dir = ""  # output folder\nfail = False  # fail on purpose\n'
         'sleep = 0.0  # seconds to sleep\npid_file = ""  # where the kernel writes its pid')
     params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(BODY)]
+    nb.cells = [params, nbformat.v4.new_code_cell(body)]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     folder.mkdir(parents=True)
     path = folder / "nb.ipynb"
@@ -61,6 +62,30 @@ def test_a_failed_run_leaves_the_stored_notebook_and_tables_untouched(tmp_path):
     notebooks.execute(notebook, "quick", {}, out, progress=False)  # a run that succeeds replaces them
     assert (out / "table.csv").read_bytes() == stored["table.csv"]
     assert (out / "nb.ipynb").read_bytes() != stored["nb.ipynb"]  # a new execution (timestamps)
+
+
+HELPER_BODY = """
+from fglcore import experiment, paths
+out = paths.resolve_output_dir(output_dir, profile, "scratch")
+with open(out / "results.csv", "a") as f:  # a sweep's share: every kernel
+    f.write("stored by a kernel\\n")
+experiment.helpers_stop_here()
+(out / "table.csv").write_text("timed by the first kernel alone\\n")
+"""
+
+
+def test_a_helper_kernel_ends_at_helpers_stop_here_and_the_first_kernel_goes_on(tmp_path):
+    notebook = _notebook(tmp_path / "notebooks" / "scratch", HELPER_BODY)
+    out, scratch = tmp_path / "out", tmp_path / "worker-2"
+    scratch.mkdir()
+    (scratch / "results.csv").symlink_to(out / "results.csv")  # as fgl run --workers links a helper's store
+    out.mkdir()
+    assert notebooks.execute(notebook, "quick", {}, scratch, progress=False, helper=True) is None
+    assert (out / "results.csv").read_text() == "stored by a kernel\n"
+    assert not (scratch / "table.csv").exists() and not (scratch / "nb.ipynb").exists()  # ended, nothing published
+    assert notebooks.execute(notebook, "quick", {}, out, progress=False) == out / "nb.ipynb"
+    assert (out / "table.csv").read_text() == "timed by the first kernel alone\n"
+    assert (out / "results.csv").read_text() == "stored by a kernel\n" * 2
 
 
 def _alive(pid: int) -> bool:

@@ -236,9 +236,13 @@ print(compare.side_by_side(lt.labelled(comparison5, "5"), rows="row", columns="c
 # paper's accounting (features in the autograd graph + parameters + sparse
 # adjacency, digest §6.3), computed from each client's sizes; bytes are
 # counted from the messages. These numbers are not stored in `results.csv`
-# (they change from run to run); they go to `3_table3.csv`.
+# (they change from run to run); they go to `3_table3.csv`. With
+# `fgl run --workers N` only the first kernel measures them: the helpers,
+# which shared the sweeps above, end here (`experiment.helpers_stop_here`),
+# so no other busy kernel runs beside the measurement.
 
 # %%
+experiment.helpers_stop_here()
 cost = lt.cost_table(plan["cost"], progress=progress)
 cost.to_csv(out / "3_table3.csv", index=False)
 cost_rows = lt.cost_result_rows(plan["cost"], cost)

@@ -32,6 +32,8 @@
 # running all clients (the simulated engine) and divided by K, or modelled
 # (communication, from the bytes and messages actually sent and a stated
 # bandwidth and latency). Compare times only with each other, within a run.
+# With `fgl run --workers N` the helper kernels end before the first timing
+# (`experiment.helpers_stop_here`): one kernel measures, none runs beside it.
 
 # %% tags=["parameters"]
 profile = "quick"  # parameter set of this run: smoke | quick | full
@@ -55,7 +57,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import display
 
-from fglcore import paths, plotting, runtime
+from fglcore import experiment, paths, plotting, runtime
 from fglcore.papers.localbias import analysis as la
 
 plan = la.plan(step_dataset, steps, epoch_ratio, step_epochs, time_datasets, time_rounds, complexity_datasets,
@@ -110,6 +112,7 @@ print(f"profile {profile}: results go to {paths.display_path(out)}")
 # The model in a few lines, for the first run, checked against the library:
 
 # %%
+experiment.helpers_stop_here()  # fgl run --workers N: one kernel times, alone (no helper beside it)
 study = la.step_study(plan["steps"], bandwidth_mbps, latency_ms, progress=progress)
 first = study.iloc[0]
 per_step_messages = first["messages/epoch"] / first["m"]
