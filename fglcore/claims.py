@@ -36,8 +36,6 @@ HEAVY_SHARE = 0.35
 #: The lock file of the memory gate, in :data:`CLAIM_FOLDER`.
 GATE_FILE = "memory.gate"
 
-#: Set to ``"1"`` in the environment of a helper kernel of ``fgl run --workers N`` (every kernel but the first).
-HELPER_ENV = "FGL_HELPER_KERNEL"
 
 
 class HelperFinished(Exception):
@@ -54,7 +52,9 @@ def helpers_stop_here() -> None:
     on the same cores. The first kernel has by then passed every sweep before this point, so the helpers have
     no runs of them left.
     """
-    if os.environ.get(HELPER_ENV) == "1":
+    from fglcore.settings import setting
+
+    if setting("helper_kernel"):  # fgl run --workers N sets it in every kernel but the first
         raise HelperFinished("this helper kernel's share of the notebook ends here (fglcore.claims."
                              "helpers_stop_here): what follows is computed by the first kernel alone")
 

@@ -31,7 +31,7 @@ import yaml
 
 from fglcore import paths
 from fglcore.checks import ConfigError, check_finite, check_unknown_keys, show
-from fglcore.claims import HELPER_ENV, HelperFinished
+from fglcore.claims import HelperFinished
 
 PROFILES = ("smoke", "quick", "full")
 INJECTED = {"profile": "--profile", "output_dir": "--out"}
@@ -344,7 +344,7 @@ def execute(notebook: str | os.PathLike, profile: str, overrides: Mapping[str, A
     """Run ``notebook`` with papermill; on success, the executed copy, figures and tables replace those in the
     output folder.
 
-    ``helper``: the kernel is a helper of ``fgl run --workers N``: it sees :data:`~fglcore.claims.HELPER_ENV`, and
+    ``helper``: the kernel is a helper of ``fgl run --workers N``: it sees ``FGL_HELPER_KERNEL=1``, and
     its notebook may end early, at :func:`~fglcore.claims.helpers_stop_here`; nothing is published then and
     ``None`` is returned.
 
@@ -364,7 +364,9 @@ def execute(notebook: str | os.PathLike, profile: str, overrides: Mapping[str, A
     staging.mkdir(parents=True)
     (staging / "results.csv").symlink_to((out / "results.csv").resolve())
     log = staging.parent / f"{staging.name}.kernel.log"  # beside, not inside: never published
-    env = {"FGL_OUTPUT_STAGING": f"{out.resolve()}{os.pathsep}{staging}", **({HELPER_ENV: "1"} if helper else {})}
+    env = {"FGL_OUTPUT_STAGING": f"{out.resolve()}{os.pathsep}{staging}"}
+    if helper:
+        env["FGL_HELPER_KERNEL"] = "1"
     try:
         with open(log, "w") as kernel_stderr:
             papermill.execute_notebook(

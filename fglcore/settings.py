@@ -25,6 +25,8 @@ variable                     kind      default                        what it do
 ``FGL_OUTPUT_STAGING``       text      none                           set by ``fgl`` for its kernels: ``<output folder>``
                                                                       and ``<staging folder>`` joined by ``os.pathsep``;
                                                                       the notebook writes into the staging folder
+``FGL_HELPER_KERNEL``        switch    off                            set by ``fgl run --workers N`` for its helper
+                                                                      kernels, which end at ``helpers_stop_here``
 ===========================  ========  =============================  ==============================================
 
 A switch accepts ``1``/``0``, ``true``/``false``, ``yes``/``no`` or
@@ -137,6 +139,9 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in (
     Setting("output_staging", "FGL_OUTPUT_STAGING", "text", None,
             "Set by fgl for its kernels: the output folder and the staging folder the notebook writes into instead, "
             "joined by os.pathsep (outputs replace the stored ones only when the run succeeds)."),
+    Setting("helper_kernel", "FGL_HELPER_KERNEL", "switch", False,
+            "Set by fgl run --workers N for its helper kernels: they share the sweeps and end where the notebook "
+            "calls fglcore.claims.helpers_stop_here (before unstored timings)."),
 )}
 """Every setting, by key."""
 
