@@ -25,6 +25,8 @@ from typing import Iterator
 
 from filelock import FileLock, Timeout
 
+from fglcore.settings import setting
+
 #: Folder beside a results file that holds the claims of running configurations.
 CLAIM_FOLDER = ".claims"
 
@@ -35,7 +37,6 @@ HEAVY_SHARE = 0.35
 
 #: The lock file of the memory gate, in :data:`CLAIM_FOLDER`.
 GATE_FILE = "memory.gate"
-
 
 
 class HelperFinished(Exception):
@@ -52,8 +53,6 @@ def helpers_stop_here() -> None:
     on the same cores. The first kernel has by then passed every sweep before this point, so the helpers have
     no runs of them left.
     """
-    from fglcore.settings import setting
-
     if setting("helper_kernel"):  # fgl run --workers N sets it in every kernel but the first
         raise HelperFinished("this helper kernel's share of the notebook ends here (fglcore.claims."
                              "helpers_stop_here): what follows is computed by the first kernel alone")
