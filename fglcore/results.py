@@ -268,8 +268,20 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
         frame[column] = frame[column].fillna("").astype(str)
     for column in INTEGER_COLUMNS:
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("Int64")
-    frame["value"] = pd.to_numeric(frame["value"], errors="coerce").astype(float)
+    frame["value"] = frame["value"].map(_exact_float).astype(float)
     return frame[RESULT_COLUMNS]
+
+
+def _exact_float(value: Any) -> float:
+    """``value`` as Python's ``float`` parses it (the stored text is ``repr``'s, so the number comes back bit for
+    bit), NaN for an empty cell or anything that is not a number. ``pd.to_numeric`` is exact with the pinned
+    pandas but not with every version: on a GPU machine's pandas it missed the last bit of values such as
+    29.998945508821834, and the local-bias study then found its stored logits stale (their fingerprint is
+    that of the exact rows, :func:`fglcore.artifacts.rows_fingerprint`)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def check_rows(rows: Sequence[Mapping[str, Any]]) -> None:

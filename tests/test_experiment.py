@@ -17,7 +17,7 @@ from fglcore.fl import Channel, RunResult
 from fglcore.fl.engine import TrainingDiverged
 from fglcore.results import RESULT_COLUMNS, ResultStore, config_id, rows_from_result
 
-BASE = {"dataset": "Cora", "num_clients": 3, "algorithm": "fake_fast", "rounds": 2}
+BASE = {"dataset": "Cora", "num_clients": 3, "algorithm": "fake_fast", "rounds": 2, "device": "cpu"}  # forked workers below: CUDA forbids fork
 
 
 class FakeAlgorithm:

@@ -139,3 +139,12 @@ def test_code_defaults():
     o = FedLoG.check_options({})
     assert (o["num_proto"], o["lr"], o["weight_decay"], o["batch_size"], o["head_degree"]) == (20, 1e-3, 5e-4, 64, 3)
     assert (o["pretrain_epochs"], o["branch_aggregation"]) == (100, "code")
+
+
+def test_global_synthetic_data_stays_on_the_uploads_device():
+    """The class rates are computed on the CPU; the synthetic heads live on the model's device. The server's
+    mix follows the heads (``meta`` here stands for a GPU: the CPU rates met CUDA heads and failed on one)."""
+    heads = [torch.randn(3 * 2, 5).to("meta") for _ in range(2)]
+    rates = [torch.tensor([0.5, 0.5, 0.0]), torch.tensor([0.2, 0.3, 0.5])]
+    x, y = global_synthetic_data(heads, rates, 2, torch.Generator().manual_seed(0))
+    assert x.device.type == y.device.type == "meta" and x.shape == (6, 5) and y.shape == (6,)

@@ -159,3 +159,22 @@ def test_propagate_without_native_kernel_is_the_scatter_sum(monkeypatch):
                            operators.scatter_sum(matrix, x) + row_term + bias)
     finally:
         operators.native_matches.cache_clear()
+
+
+@needs_compiler
+def test_a_dense_operand_off_the_cpu_never_reaches_the_c_kernel():
+    """The C kernel reads host memory: a CPU matrix times a tensor on another device (here ``meta``; a CUDA
+    tensor crashed the interpreter on a GPU machine, O-pFGL's pseudo-graph operator before 2026-11-27) is left
+    to PyTorch, which refuses the mix with an error."""
+    from fglcore.models import operators
+
+    matrix = (torch.rand(30, 20) * (torch.rand(30, 20) < 0.3)).to_sparse_csr()
+    assert operators.native_matches(operators.UNFUSED) and operators.native_matches(operators.FUSED)
+    x = torch.randn(20, 4)
+    assert operators._native_applies(matrix, x)
+    assert not operators._native_applies(matrix, x.to("meta"))
+    assert not operators._native_applies(matrix, x, row_term=torch.empty(30, 4, device="meta"))
+    with pytest.raises((RuntimeError, NotImplementedError)):
+        operators.propagate(matrix, x.to("meta"))
+    with pytest.raises((RuntimeError, NotImplementedError)):
+        operators.spmm(matrix, x.to("meta"))

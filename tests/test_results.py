@@ -11,7 +11,7 @@ import torch
 from fglcore.config import ExperimentConfig
 from fglcore.fl import Channel, RunResult
 from fglcore.provenance import PROVENANCE_COLUMNS, run_record
-from fglcore.results import RESULT_COLUMNS, ResultStore, config_id, rows_from_result, summarize
+from fglcore.results import RESULT_COLUMNS, ResultStore, _typed, config_id, rows_from_result, summarize
 
 
 def make_config(**changes) -> ExperimentConfig:
@@ -88,6 +88,19 @@ def test_append_round_trips_and_keeps_types(tmp_path):
     assert frame["table"].iloc[0] == "2" and frame["num_clients"].iloc[0] == 3
     assert frame.loc[frame["metric"] == "accuracy", "value"].item() == 50.0
     assert not [p for p in os.listdir(store.path.parent) if p.endswith(".tmp")]
+
+
+def test_stored_values_come_back_bit_for_bit(tmp_path):
+    """Seventeen-digit values (accuracies from float32 sums times 100) are read back exactly, whatever parser
+    the installed pandas has; empty and non-numeric cells read as NaN."""
+    values = [29.998945508821834, 47.600001096725464, 50.199997425079346, 38.600000739097595, 1e-310, 0.1 + 0.2]
+    values += (torch.rand(200, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 100).tolist()
+    store = ResultStore(tmp_path / "results.csv")
+    rows = rows_for(make_config(), 0.5)
+    store.append([{**rows[0], "metric": f"m{i}", "value": v} for i, v in enumerate(values)])
+    assert store.read()["value"].tolist() == values
+    typed = _typed(pd.DataFrame([{**rows[0], "value": text} for text in ("", "nan", "abc", "2.5")]))
+    assert typed["value"].isna().tolist() == [True, True, True, False]
 
 
 def test_reappending_a_config_replaces_its_rows(tmp_path):

@@ -134,12 +134,12 @@ def global_synthetic_data(heads: Sequence[Tensor], rates: Sequence[Tensor], num_
     stacked = []
     for x in heads:
         x = x.view(num_classes, num_proto, -1)
-        stacked.append(x[:, torch.randperm(num_proto, generator=generator)])
+        stacked.append(x[:, torch.randperm(num_proto, generator=generator).to(x.device)])
     stacked = torch.stack(stacked)  # (K, C, k, F)
-    r = torch.stack(list(rates))  # (K, C)
+    r = torch.stack(list(rates)).to(stacked.device)  # (K, C)
     w = torch.nan_to_num(r / r.sum(0, keepdim=True), nan=1.0 / len(heads))
     x = (stacked * w.view(len(heads), num_classes, 1, 1)).sum(0).reshape(num_classes * num_proto, -1)
-    y = torch.arange(num_classes).repeat_interleave(num_proto)
+    y = torch.arange(num_classes, device=x.device).repeat_interleave(num_proto)
     return x, y
 
 

@@ -583,7 +583,7 @@ def pseudo_graph_operators(graph: PseudoGraph) -> GraphOperators:
     n = graph.x.size(0)
     index, weight = gcn_norm(graph.edge_index, graph.edge_weight.float(), n, False, True, "source_to_target",
                              torch.float32)
-    dense = torch.zeros(n, n).index_put((index[1], index[0]), weight, accumulate=True)  # row = target
+    dense = torch.zeros(n, n, device=weight.device).index_put((index[1], index[0]), weight, accumulate=True)  # row = target
     return GraphOperators(index, n, gcn=SparseOperator(dense.to_sparse_csr(), dense.t().contiguous().to_sparse_csr()))
 
 
@@ -764,11 +764,9 @@ class OpfglClient(Client):
         if self.pseudo_graph is None:
             raise RuntimeError(f"client {self.cid}: no pseudo-graph received before Stage 1")
         o, model = self.options, self.model
-        x = self.pseudo_graph.x.to(self.device)
-        y = self.pseudo_graph.y.to(self.device)
-        ops = pseudo_graph_input(self.pseudo_graph, self.model_name)
-        if isinstance(ops, Tensor):
-            ops = ops.to(self.device)
+        graph = PseudoGraph(*(t.to(self.device) for t in (self.pseudo_graph.x, self.pseudo_graph.adj,
+                                                           self.pseudo_graph.y)))
+        x, y, ops = graph.x, graph.y, pseudo_graph_input(graph, self.model_name)  # all on the model's device
         optimizer = torch.optim.Adam(model.parameters(), lr=o["stage1_lr"], weight_decay=self.config.weight_decay,
                                      fused=True)
 

@@ -122,6 +122,7 @@ def _native_applies(matrix: Tensor, dense: Tensor, row_term: Tensor | None = Non
     rows, width = matrix.size(0), dense.size(-1)
     return (
         matrix.layout == torch.sparse_csr
+        and all(t is None or t.device.type == "cpu" for t in (matrix, dense, row_term, bias))  # C reads host memory
         and matrix.dtype == torch.float32
         and dense.dtype == torch.float32
         and dense.dim() == 2
