@@ -76,7 +76,8 @@ def run(path: Path, devices: list[str], jobs: int, timeout: float, out: Path | N
             # faulthandler lists the innermost frame first, a Python traceback last
             crash = frames[:3] if "Fatal Python error" in done.stderr else frames[-2:]
             last = lines[-1] if lines else f"exit {done.returncode}"
-            return {**row, "status": f"failed (exit {done.returncode}): {last}" + (f" | {' | '.join(crash)}" if crash else "")}
+            where = f" | {' | '.join(crash)}" if crash else ""
+            return {**row, "status": f"failed (exit {done.returncode}): {last}{where}"}
         result = json.loads(done.stdout.strip().splitlines()[-1])
         return {**row, "status": "ok", **result}
 

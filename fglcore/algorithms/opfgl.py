@@ -583,7 +583,8 @@ def pseudo_graph_operators(graph: PseudoGraph) -> GraphOperators:
     n = graph.x.size(0)
     index, weight = gcn_norm(graph.edge_index, graph.edge_weight.float(), n, False, True, "source_to_target",
                              torch.float32)
-    dense = torch.zeros(n, n, device=weight.device).index_put((index[1], index[0]), weight, accumulate=True)  # row = target
+    dense = torch.zeros(n, n, device=weight.device)
+    dense = dense.index_put((index[1], index[0]), weight, accumulate=True)  # row = target
     return GraphOperators(index, n, gcn=SparseOperator(dense.to_sparse_csr(), dense.t().contiguous().to_sparse_csr()))
 
 
