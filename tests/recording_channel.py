@@ -11,7 +11,7 @@ class RecordingChannel(Channel):
         super().__init__()
         self.payloads: list[tuple[str, str, int, dict]] = []
 
-    def send(self, sender, receiver, payload, round):
-        received = super().send(sender, receiver, payload, round)
+    def send(self, sender, receiver, payload, round, *, copy=True):
+        received = super().send(sender, receiver, payload, round, copy=copy)
         self.payloads.append((sender, receiver, round, {k: v.clone() for k, v in received.items()}))
         return received

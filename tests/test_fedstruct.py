@@ -6,6 +6,7 @@ import copy
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
 from torch_geometric.data import Data
@@ -543,6 +544,36 @@ def test_a_depth_sweep_continues_alg3_from_its_deepest_state(federation, fresh_a
 
 
 # --------------------------------------------------------------------------- the unpruned variant as L_s products
+
+
+@pytest.mark.parametrize("fill", [0.0, 0.3])
+def test_alg3_on_dense_rows_gives_the_sparse_rows_and_messages_bit_for_bit(federation, monkeypatch, fill):
+    """Unpruned, the rows are held dense once ``fill`` of them is non-zero (0: from hop one; 0.3: part way, so
+    dense and CSR rows meet in one hop); the rows, every block sent and the ledger are those of CSR rows."""
+    held = []  # the kind of every client total a block is added to
+    add_entries = fedstruct_module._add_entries
+    monkeypatch.setattr(fedstruct_module, "_add_entries",
+                        lambda total, *entries: held.append(type(total)) or add_entries(total, *entries))
+
+    def run(threshold):
+        monkeypatch.setattr(fedstruct_module, "DENSE_ROWS_FILL", threshold)
+        channel = RecordingChannel()
+        held.clear()
+        return distributed_abar(federation.clients, N, 5, "none", 4, channel), channel, set(held)
+
+    (sparse_rows, sparse_channel, sparse_kinds), (dense_rows, dense_channel, dense_kinds) = run(2.0), run(fill)
+    assert sparse_kinds == {sp.csr_matrix}
+    assert dense_kinds == ({np.ndarray} if fill == 0.0 else {np.ndarray, sp.csr_matrix})
+    assert dense_channel.ledger.messages == sparse_channel.ledger.messages
+    for sparse_row, dense_row in zip(sparse_rows, dense_rows):
+        assert dense_row.has_sorted_indices and dense_row.nnz == sparse_row.nnz
+        assert np.array_equal(dense_row.indptr, sparse_row.indptr) and np.array_equal(dense_row.indices, sparse_row.indices)
+        assert np.array_equal(dense_row.data.view(np.int64), sparse_row.data.view(np.int64))  # bit for bit
+    for (*route, sparse_payload), (*dense_route, dense_payload) in zip(sparse_channel.payloads, dense_channel.payloads):
+        assert route == dense_route
+        sent = [pd.DataFrame({k.removeprefix("abar_block_"): v.numpy() for k, v in p.items()})
+                .sort_values(["rows", "cols"], ignore_index=True) for p in (sparse_payload, dense_payload)]
+        assert sent[0].equals(sent[1])
 
 
 def test_power_rows_are_the_rows_of_the_unpruned_power(federation):

@@ -157,25 +157,35 @@ GIB = 2**30
 def test_the_unpruned_abar_is_refused_when_it_would_not_fit_in_half_the_memory(monkeypatch):
     from fglcore.algorithms import fedstruct
 
-    assert fedstruct.unpruned_abar_bytes(19_717) == 19_717**2 * fedstruct.UNPRUNED_BYTES_PER_VALUE
+    n = 19_717  # PubMed
+    assert fedstruct.unpruned_abar_bytes(n) == n**2 * fedstruct.UNPRUNED_BYTES_PER_VALUE
+    assert fedstruct.unpruned_abar_bytes(n, ledger_only=True) == n**2 * fedstruct.LEDGER_ONLY_BYTES_PER_VALUE
     monkeypatch.setattr(fedstruct, "memory_bytes", lambda: 24 * GIB)
     assert fedstruct.unpruned_abar_refusal("Photo") is None  # 7,650 nodes: 2.6 GB
-    refusal = fedstruct.unpruned_abar_refusal("PubMed")
-    assert "PubMed (19,717 nodes: up to 389 M values, about 17.1 GB" in refusal and "24.0 GiB" in refusal
+    # the table's row: fused, Alg. 3 by the clients for the ledger only, dense rows: PubMed fits in 24 GiB
     pubmed_f = {**ft.PROTOCOL, **ft.row_fields("fedstruct_h2v_f", "PubMed"), "dataset": "PubMed", "num_clients": 10}
-    with pytest.raises(ConfigError, match="algorithm_options.pruning: 'none' forms the unpruned A-bar of PubMed"):
-        ExperimentConfig.from_dict(pubmed_f)
-    ExperimentConfig.from_dict({**pubmed_f, "algorithm_options": {**pubmed_f["algorithm_options"],
-                                                                    "pruning": "global"}})  # pruned: fine
-    monkeypatch.setattr(fedstruct, "memory_bytes", lambda: 64 * GIB)
-    assert fedstruct.unpruned_abar_refusal("PubMed") is None
+    assert pubmed_f["algorithm_options"]["simulation"] == "fused"
+    assert ft.out_of_reach("fedstruct_h2v_f", "PubMed") is None
     ExperimentConfig.from_dict(pubmed_f)
+    # rows formed to train with (the clients simulation) or by the server: not
+    for change in ({"simulation": "clients"}, {"abar_protocol": "server"}):
+        refusal = fedstruct.unpruned_abar_refusal("PubMed", change)
+        assert "PubMed (19,717 nodes: up to 389 M values, about 17.1 GB to form its rows" in refusal
+        assert "24.0 GiB" in refusal
+        with pytest.raises(ConfigError, match="algorithm_options.pruning: 'none' forms the unpruned A-bar of PubMed"):
+            ExperimentConfig.from_dict({**pubmed_f, "algorithm_options": {**pubmed_f["algorithm_options"], **change}})
+    ExperimentConfig.from_dict({**pubmed_f, "algorithm_options": {**pubmed_f["algorithm_options"],
+                                                                    "simulation": "clients", "pruning": "global"}})
+    monkeypatch.setattr(fedstruct, "memory_bytes", lambda: 8 * GIB)
+    assert "for the ledger" in ft.out_of_reach("fedstruct_h2v_f", "PubMed")
+    monkeypatch.setattr(fedstruct, "memory_bytes", lambda: 64 * GIB)
+    assert fedstruct.unpruned_abar_refusal("PubMed", {"simulation": "clients"}) is None
 
 
 def test_plans_leave_out_the_cells_out_of_reach_and_say_so(monkeypatch):
     from fglcore.algorithms import fedstruct
 
-    monkeypatch.setattr(fedstruct, "memory_bytes", lambda: 24 * GIB)
+    monkeypatch.setattr(fedstruct, "memory_bytes", lambda: 8 * GIB)  # PubMed's unpruned A-bar does not fit
     rows = ["fedstruct_h2v", "fedstruct_h2v_f"]
     configs = ft.table2_configs(["Cora", "PubMed"], [10], rows, [0])
     assert sorted((c.dataset, c.setting) for c in configs) == [

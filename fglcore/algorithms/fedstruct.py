@@ -278,11 +278,53 @@ def own_rows(client: Data, num_nodes: int) -> sp.csr_matrix:
     return adj
 
 
-def _block_message(rows: np.ndarray, block: sp.csr_matrix) -> Payload:
+DENSE_ROWS_FILL = 0.5
+r"""Alg. 3 without pruning holds a client's rows of :math:`\bar A` as a dense float64 array once at least this
+share of them is non-zero: 8 bytes a value where CSR takes 12 (float64 and int32 indices) and a sum of CSR blocks
+allocates a new matrix for each block. The unpruned power only fills in (the self-loops of :math:`\tilde A` keep
+every non-zero of one hop in the next), so rows stay dense once dense. The values are those of the CSR
+computation bit for bit (every product and sum adds the same terms in the same order, and adding a zero is
+exact), and so are the blocks sent: the same non-zero entries (``tests/test_fedstruct.py``)."""
+
+
+def _entries(block: sp.spmatrix | np.ndarray, row_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(rows, cols, values)`` of the non-zero entries of a CSR or dense ``block`` whose rows are ``row_ids``
+    (row-major for a dense block; without an index search where every entry is non-zero)."""
+    if isinstance(block, np.ndarray):
+        if np.count_nonzero(block) == block.size:
+            return (np.broadcast_to(row_ids[:, None], block.shape).reshape(-1),
+                    np.broadcast_to(np.arange(block.shape[1]), block.shape).reshape(-1), block.reshape(-1))
+        rows, cols = np.nonzero(block)
+        return row_ids[rows], cols, block[rows, cols]
     coo = block.tocoo()
-    return {"abar_block_rows": torch.from_numpy(rows[coo.row].astype(np.int64)),
-            "abar_block_cols": torch.from_numpy(coo.col.astype(np.int64)),
-            "abar_block_values": torch.from_numpy(coo.data.astype(np.float64))}
+    return row_ids[coo.row], coo.col, coo.data
+
+
+def _block_message(rows: np.ndarray, block: sp.spmatrix | np.ndarray) -> Payload:
+    r, c, values = _entries(block, rows)
+    return {"abar_block_rows": torch.from_numpy(r.astype(np.int64, copy=False)),
+            "abar_block_cols": torch.from_numpy(c.astype(np.int64, copy=False)),
+            "abar_block_values": torch.from_numpy(values.astype(np.float64, copy=False))}
+
+
+def _add_entries(total: sp.csr_matrix | np.ndarray, rows: np.ndarray, cols: np.ndarray, values: np.ndarray
+                 ) -> sp.csr_matrix | np.ndarray:
+    """``total`` plus the block of entries ``(rows, cols, values)`` (no position twice): in place when dense."""
+    if isinstance(total, np.ndarray):
+        flat, cells = rows * total.shape[1] + cols, total.reshape(-1)
+        np.put(cells, flat, np.take(cells, flat) + values)  # several times faster than ``cells[flat] += values``
+        return total
+    return total + sp.csr_matrix((values, (rows, cols)), shape=total.shape)
+
+
+def _rows_held(rows: sp.spmatrix | np.ndarray, pruning: str) -> sp.csr_matrix | np.ndarray:
+    """A client's rows as Alg. 3 holds them: dense once unpruned and at least :data:`DENSE_ROWS_FILL` full."""
+    if isinstance(rows, np.ndarray):
+        return rows
+    rows = rows.tocsr()
+    if pruning == "none" and rows.nnz >= DENSE_ROWS_FILL * rows.shape[0] * rows.shape[1]:
+        return rows.toarray()
+    return rows
 
 
 def distributed_abar(clients: list[Data], num_nodes: int, hops: int, pruning: str, p: int,
@@ -299,7 +341,8 @@ def distributed_abar(clients: list[Data], num_nodes: int, hops: int, pruning: st
     pruning and ``p``) with hops ``depth + 1 .. hops`` and their messages, the same rows bit for bit as from
     hop 1 (every value is a sum in the order of the fixed :math:`\tilde A` blocks' entries, pruning keeps
     values by threshold, so the order of a row's stored entries does not matter). ``hop_ends`` (a list) gets
-    ``len(channel.ledger)`` after each hop computed.
+    ``len(channel.ledger)`` after each hop computed. Unpruned rows that have filled in are held dense
+    (:data:`DENSE_ROWS_FILL`; the same values and messages) and returned as CSR, like the others.
     """
     num_clients = len(clients)
     names = [f"client{k}" for k in range(num_clients)]
@@ -317,6 +360,10 @@ def distributed_abar(clients: list[Data], num_nodes: int, hops: int, pruning: st
                                             shape=(far.size, sizes[k])))
         blocks[k] = (gids[k], tilde[k][:, gids[k]])  # intra edges and self-loops
         incoming.append(blocks)
+    position = []  # client i's row of each of its nodes (global id -> local row)
+    for i in range(num_clients):
+        position.append(np.full(num_nodes, -1, dtype=np.int64))
+        position[i][gids[i]] = np.arange(sizes[i])
     share = math.ceil(p / num_clients)
     if resume is None:
         first, power = 1, [sp.diags(inverse_degree[i]) @ tilde[i] for i in range(num_clients)]
@@ -325,23 +372,32 @@ def distributed_abar(clients: list[Data], num_nodes: int, hops: int, pruning: st
         if not 1 <= first - 1 < hops or len(power) != num_clients:
             raise ValueError(f"resume: depth {first - 1} of {len(power)} clients' rows cannot continue to hops={hops} "
                              f"with {num_clients} clients")
+    power = [_rows_held(m, pruning) for m in power]
     for hop in range(first, hops + 1):
         if hop > 1:
-            totals = [sp.csr_matrix((sizes[i], num_nodes)) for i in range(num_clients)]
+            totals = [np.zeros(power[i].shape) if isinstance(power[i], np.ndarray)
+                      else sp.csr_matrix((sizes[i], num_nodes)) for i in range(num_clients)]
             for k in range(num_clients):
                 for i, (rows, a_ik) in incoming[k].items():
-                    block = (a_ik @ power[k]).tocsr()  # B_ik at client k
+                    block = a_ik @ power[k]  # B_ik at client k (dense when client k's rows are)
                     if pruning == "block":
                         block = prune_top(block, share * sizes[i])
-                    if i == k:
-                        totals[i] = totals[i] + block
+                    if i == k:  # client k's own block: dense exactly when its rows, and so its total, are
+                        totals[i] = totals[i] + block if sp.issparse(block) else np.add(totals[i], block, out=totals[i])
                         continue
-                    got = channel.send(names[k], names[i], _block_message(rows, block), PRE_TRAINING)
-                    local = np.searchsorted(gids[i], got["abar_block_rows"].numpy())
-                    totals[i] = totals[i] + sp.csr_matrix(
-                        (got["abar_block_values"].numpy(), (local, got["abar_block_cols"].numpy())),
-                        shape=(sizes[i], num_nodes))
-            power = [(sp.diags(inverse_degree[i]) @ totals[i]).tocsr() for i in range(num_clients)]
+                    got = channel.send(names[k], names[i], _block_message(rows, block), PRE_TRAINING, copy=False)
+                    del block
+                    totals[i] = _add_entries(totals[i], position[i][got["abar_block_rows"].numpy()],
+                                             got["abar_block_cols"].numpy(), got["abar_block_values"].numpy())
+            del power
+            power = []
+            for i in range(num_clients):
+                total, totals[i] = totals[i], None
+                if isinstance(total, np.ndarray):
+                    total *= inverse_degree[i][:, None]
+                else:
+                    total = sp.diags(inverse_degree[i]) @ total
+                power.append(_rows_held(total, pruning))
         if pruning == "global":
             keep = p * num_nodes
             tops = []
@@ -356,8 +412,9 @@ def distributed_abar(clients: list[Data], num_nodes: int, hops: int, pruning: st
                 power[i] = prune_at(power[i], tau)
         if hop_ends is not None:
             hop_ends.append(len(channel.ledger))
-    for matrix in power:
-        matrix.sort_indices()
+    for i in range(num_clients):  # one client at a time: a dense array is freed as its CSR is made
+        power[i] = sp.csr_matrix(power[i]) if isinstance(power[i], np.ndarray) else power[i].tocsr()
+        power[i].sort_indices()
     return power
 
 
@@ -856,30 +913,48 @@ class FusedLearner:
 
 
 UNPRUNED_BYTES_PER_VALUE = 44
-"""Peak memory per value of an unpruned :math:`\\bar A` as Alg. 3 forms it (float64 CSR with int32 indices, the
-products' operands and results, the blocks through the channel): on Photo (3 hops, 18.5 M values) a run's peak
-resident size rose by 0.81 GB above the loaded data (2026-11-27)."""
+r"""Peak memory per value of an unpruned :math:`\bar A` formed as rows to train with or by the server
+(``simulation="clients"``, or ``abar_protocol="server"``): float64 CSR with int32 indices, the products' operands
+and results, the blocks through the channel. On Photo (3 hops, 18.5 M values) a run's peak resident size rose by
+0.81 GB above the loaded data (2026-11-27, before Alg. 3 held dense rows dense)."""
+LEDGER_ONLY_BYTES_PER_VALUE = 23
+"""Peak memory per value of Alg. 3 run by the clients for the ledger only (the fused "-F" simulation,
+:class:`PowerRows`), whose filled-in rows are held dense (:data:`DENSE_ROWS_FILL`): the rows before and after a
+hop, 8 bytes each, and the largest block in flight. PubMed, :math:`L_s = 20` (all 388.8 M values), one thread,
+2026-11-27: 5 clients 8.15 GiB above the loaded data (22.5 bytes a value; 487 s of CPU, 217 GiB of blocks in
+the ledger), 10 clients 6.7 GiB (18.5 bytes; 312 GiB of blocks); fewer clients send larger blocks."""
 
 
-def unpruned_abar_bytes(num_nodes: int) -> int:
-    """Memory Alg. 3 may need to form an unpruned :math:`\\bar A = \\hat A^{L_s}`: all :math:`n^2` values (the power
-    fills in towards dense; PubMed at :math:`L_s = 20` is dense) at :data:`UNPRUNED_BYTES_PER_VALUE`."""
-    return int(num_nodes) ** 2 * UNPRUNED_BYTES_PER_VALUE
+def unpruned_abar_bytes(num_nodes: int, ledger_only: bool = False) -> int:
+    r"""Memory an unpruned :math:`\bar A = \hat A^{L_s}` may need: all :math:`n^2` values (the power fills in
+    towards dense; PubMed at :math:`L_s = 20` is dense) at :data:`LEDGER_ONLY_BYTES_PER_VALUE` when Alg. 3 runs
+    for the ledger only, else :data:`UNPRUNED_BYTES_PER_VALUE`."""
+    return int(num_nodes) ** 2 * (LEDGER_ONLY_BYTES_PER_VALUE if ledger_only else UNPRUNED_BYTES_PER_VALUE)
 
 
-def unpruned_abar_refusal(dataset: str) -> str | None:
-    """Why the unpruned :math:`\\bar A` of ``dataset`` is out of reach here, or ``None``: it is when
-    :func:`unpruned_abar_bytes` exceeds half this machine's memory (the other half for a second worker and the
-    rest of the run). PubMed (19,717 nodes: 17.1 GB) is out of reach on a 24 GB machine; Photo (7,650: 2.6 GB)
-    is not."""
+def abar_for_ledger_only(options: Mapping[str, Any]) -> bool:
+    """Whether the fedstruct ``options`` (merged with the defaults) run Alg. 3 by the clients for the ledger only:
+    the fused simulation, which trains with :class:`PowerRows`, and the clients' protocol, which holds filled-in
+    rows dense; the rows are never formed as CSR to train with."""
+    return options["simulation"] == "fused" and options["abar_protocol"] == "clients"
+
+
+def unpruned_abar_refusal(dataset: str, options: Mapping[str, Any] | None = None) -> str | None:
+    r"""Why the unpruned :math:`\bar A` of ``dataset`` is out of reach here under the fedstruct ``options``
+    (defaults where not given), or ``None``: it is when :func:`unpruned_abar_bytes` exceeds half this machine's
+    memory (the other half for a second worker and the rest of the run). The fused simulation with Alg. 3 run by
+    the clients needs the rows for the ledger only; on a 24 GB machine that fits PubMed, forming its rows does
+    not."""
     from fglcore.data.datasets import num_nodes
 
+    ledger_only = abar_for_ledger_only({**FedStruct.default_options, **(options or {})})
     n = num_nodes(dataset)
-    need, memory = unpruned_abar_bytes(n), memory_bytes()
+    need, memory = unpruned_abar_bytes(n, ledger_only), memory_bytes()
     if not memory or need <= memory // 2:
         return None
+    how = "as Alg. 3 forms it for the ledger" if ledger_only else "to form its rows"
     return (f"forms the unpruned A-bar of {dataset} ({n:,} nodes: up to {n * n / 1e6:,.0f} M values, about "
-            f"{need / 1e9:.1f} GB as Alg. 3 forms it), more than half of this machine's {memory / 2**30:.1f} GiB")
+            f"{need / 1e9:.1f} GB {how}), more than half of this machine's {memory / 2**30:.1f} GiB")
 
 
 @register_algorithm
@@ -944,7 +1019,7 @@ class FedStruct(Algorithm):
         if o["nsf"] == "gdv" and o["structure_dim"] != NUM_ORBITS:
             raise ConfigError(f"algorithm_options.structure_dim: nsf='gdv' gives {NUM_ORBITS} orbit counts per node, "
                               f"so structure_dim must be {NUM_ORBITS}; got {o['structure_dim']}")
-        if o["pruning"] == "none" and (refusal := unpruned_abar_refusal(config.dataset)):
+        if o["pruning"] == "none" and (refusal := unpruned_abar_refusal(config.dataset, o)):
             raise ConfigError(f"algorithm_options.pruning: 'none' {refusal}; accepted here: 'global' or 'block' "
                               "(pruned to the top p*n values, the paper's default), or run it on a machine with "
                               "more memory")
@@ -955,6 +1030,14 @@ class FedStruct(Algorithm):
     @property
     def num_nodes(self) -> int:
         return int(self.federation.data.num_nodes)
+
+    def memory_estimate(self) -> int | None:
+        r"""The unpruned :math:`\bar A`'s bytes (:func:`unpruned_abar_bytes`) when ``pruning="none"`` forms it;
+        ``None`` otherwise (pruned, it holds about ``prune_p`` values a node)."""
+        o = self.options
+        if o["pruning"] != "none" or o["sgnn"] == "sage":
+            return None
+        return unpruned_abar_bytes(self.num_nodes, abar_for_ledger_only(o))
 
     def build(self, channel: Channel) -> tuple[Server | None, list[Client]]:
         o, c = self.options, self.config

@@ -75,10 +75,13 @@ print(f"profile {profile}: results go to {paths.display_path(out)}")
 # **Amazon-ratings is not in the offline mirror**: its column keeps the paper's
 # numbers and shows as missing. A row whose algorithm is not in the registry
 # yet is listed as *not implemented*: its paper numbers are shown, not run.
-# So is a cell this machine cannot hold, *out of reach*: FedStruct's unpruned
-# "-F" rows on PubMed, whose Alg. 3 forms all 389 M values of
-# $\hat A^{20}$ (about 17 GB; `fedstruct.unpruned_abar_refusal`); on a machine
-# with twice that memory they run.
+# So is a cell this machine cannot hold, *out of reach*
+# (`fedstruct.unpruned_abar_refusal`): an unpruned "-F" row whose $\bar A$
+# would take more than half the memory. The table's "-F" rows train with the
+# fused simulation, where Alg. 3 runs for the ledger only and holds rows that
+# have filled in as dense arrays: PubMed's $\hat A^{20}$ (all 389 M values)
+# then needs about 8.9 GB, which a 24 GB machine holds (formed as CSR, as
+# before 2026-11-27, it needed about 17 GB and was out of reach).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -234,8 +237,12 @@ display(compare.claims_table(compare.check_claims(results, "fedstruct", tables=[
 # one thread, about 3 on two workers** (`fgl run --workers 2`), 8.3 hours
 # before those two changes. Not in that figure: FedSage+ (150 runs), Photo's
 # FedGCN-2hop and FED-PUB (60 runs), and FedStruct (H2V)-F on PubMed (30
-# runs), which is out of reach here: the unpruned $\hat A^{20}$ of PubMed is
-# dense (all 389 million values, about 17 GB as Alg. 3 forms them; §1).
+# runs): its Alg. 3 exchanges PubMed's dense $\hat A^{20}$ (all 389 million
+# values) block by block for the ledger, 217-312 GiB of blocks, about 490 s
+# of CPU alone with 5 clients; a whole run with 10 clients took 612 CPU s and
+# 7.3 GiB at the peak (2026-11-27; seed 0: 85.98 % against the paper's 85.79).
+# Its memory estimate (8.9 GB) makes it a heavy run on a 24 GB machine: the
+# workers compute one at a time (§1).
 # FedSage+ (2026-11-27, one thread, CPU seconds): a reply to a client whose
 # loss nodes ask for no generated neighbour is a zero gradient, sent but not
 # computed, which cut its NeighGen phase 8-fold (Cora, 20 clients: 1,150 ->

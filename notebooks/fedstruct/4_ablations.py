@@ -50,8 +50,11 @@
 # run measured 4.6 s instead of about 45; the curve was 3.0 hours before), Fig. 4(c) 1.4. Left
 # out: FedSage+ (150 runs; on Photo its generator training alone takes about 150 s a run), Photo's
 # FedGCN-1hop/2hop and FED-PUB (70 runs), and the "-F" rows on PubMed (80
-# runs), which cannot run on this machine: PubMed's unpruned $\hat A^{20}$ is
-# dense (389 million values) and Alg. 3 exchanges it block by block.
+# runs). Those could not run here until 2026-11-27: PubMed's unpruned
+# $\hat A^{20}$ is dense (389 million values) and Alg. 3 exchanges it block by
+# block, which took about 17 GB with CSR rows. With the filled-in rows held
+# dense it takes about 8.9 GB and 490-530 s of CPU for Alg. 3 alone
+# (`3_results`, section 5), so they run, one at a time.
 #
 # **App. H's rows (measured 2026-11-26, same machine, one thread, CPU seconds
 # of one run at Table 5's epochs, seed 0, timed outside this notebook).**

@@ -321,12 +321,11 @@ def dataset_availability(datasets: Iterable[str]) -> pd.DataFrame:
 
 def out_of_reach(row_id: str, dataset: str) -> str | None:
     """Why row ``row_id`` cannot run on ``dataset`` on this machine, or ``None``: the unpruned ("-F") rows need
-    Alg. 3 to form the unpruned :math:`\\bar A` (:func:`fglcore.algorithms.fedstruct.unpruned_abar_refusal`)."""
+    :math:`\\bar A` unpruned (:func:`fglcore.algorithms.fedstruct.unpruned_abar_refusal`, under the row's options)."""
     from fglcore.algorithms.fedstruct import unpruned_abar_refusal
 
-    options = ROWS[row_id].options
-    if ROWS[row_id].algorithm == "fedstruct" and options.get("pruning") == "none":
-        return unpruned_abar_refusal(dataset)
+    if ROWS[row_id].algorithm == "fedstruct" and ROWS[row_id].options.get("pruning") == "none":
+        return unpruned_abar_refusal(dataset, row_fields(row_id, dataset)["algorithm_options"])
     return None
 
 
