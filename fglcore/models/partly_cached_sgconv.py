@@ -54,9 +54,11 @@ class PartlyCachedSGConv(SGConv):
         self._cached_fixed = None
 
     def _propagate_k(self, x: Tensor) -> Tensor:
-        """:math:`S^K x`: ``torch.sparse.mm`` for a constant ``x``; for a trained one
-        :func:`~fglcore.models.operators.csr_product`, the same values and gradients with :math:`S^\top` kept
-        instead of rebuilt at every backward pass (most of an SGC step of FedStar's node model on Physics)."""
+        r""":math:`S^K x`: ``torch.sparse.mm`` for a constant ``x``; for a trained one
+        :func:`~fglcore.models.operators.csr_product`, the values and gradients of ``torch.sparse.mm(S, x, "sum")``
+        with :math:`S^\top` kept instead of rebuilt at every backward pass (most of an SGC step of FedStar's node
+        model on Physics). PyTorch's plain CSR product may go to MKL, which on some CPUs (AVX-512) sums in another
+        order: the same up to rounding."""
         if not x.requires_grad:
             for _ in range(self.K):
                 x = torch.sparse.mm(self._cached_adjacency, x)
