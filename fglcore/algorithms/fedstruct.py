@@ -383,7 +383,7 @@ def distributed_abar(clients: list[Data], num_nodes: int, hops: int, pruning: st
                     if pruning == "block":
                         block = prune_top(block, share * sizes[i])
                     if i == k:  # client k's own block: dense exactly when its rows, and so its total, are
-                        totals[i] = totals[i] + block if sp.issparse(block) else np.add(totals[i], block, out=totals[i])
+                        totals[i] += block  # in place when dense; a new matrix when CSR (scipy has no in-place +)
                         continue
                     got = channel.send(names[k], names[i], _block_message(rows, block), PRE_TRAINING, copy=False)
                     del block
