@@ -97,7 +97,19 @@ def test_smoke_results_reproduce_the_committed_ones(paper, request, tmp_path):
     merged = theirs.merge(ours, on=keys, how="outer", suffixes=("_committed", "_now"), indicator=True)
     assert (merged["_merge"] == "both").all(), merged[merged["_merge"] != "both"]
     diff = (merged["value_committed"] - merged["value_now"]).abs()
-    assert diff.max() <= TOLERANCE, merged[diff > TOLERANCE]
+    assert diff.max() <= TOLERANCE, _where_made(merged[diff > TOLERANCE], ResultStore(committed), ResultStore(produced))
+
+
+def _where_made(differing, committed: ResultStore, produced: ResultStore) -> str:
+    """The differing rows, and the CPU and thread count of each of their runs, committed and now: a float32
+    product's last bits depend on both (README, ``FGL_THREADS``), and a few runs (Co-Boost's Cora smoke run)
+    carry them into a metric; the committed smoke runs are made on the CI's machine type with its thread count."""
+    lines = [differing[["dataset", "method", "metric", "config_id", "value_committed", "value_now"]].to_string()]
+    for config_id in differing["config_id"].unique():
+        then, now = committed.provenance(config_id), produced.provenance(config_id)
+        lines.append(f"{config_id}: committed on {then['device']} with {then['threads']} thread(s), "
+                     f"now on {now['device']} with {now['threads']} thread(s)")
+    return "\n".join(lines)
 
 
 def test_the_fedstar_ablations_preview_computes_nothing(tmp_path):

@@ -330,6 +330,8 @@ def apply_conv(conv: nn.Module, x: Tensor, graph: Tensor | GraphOperators) -> Te
         # a trimmed graph: the targets' rows; otherwise x itself (registered constant features keep their sparse path)
         return out + conv.lin_r(x if mean.size(0) == x.size(0) else x[: mean.size(0)])
     if graph.num_targets is not None:  # a trimmed graph (trim_graph) for any other layer: PyG's, the targets' rows
+        if isinstance(conv, SAGEConv):  # PyG's bipartite form: only the targets' rows, as the sparse path above
+            return conv((x, x[: graph.num_targets]), graph.edge_index)
         return conv(x, graph.edge_index)[: graph.num_targets]
     if isinstance(conv, GINConv) and graph.adjacency is not None:
         if not isinstance(conv.eps, nn.Parameter) and float(conv.eps) == 0.0:
@@ -382,7 +384,9 @@ def trim_graph(graph: Tensor | GraphOperators, num_targets: int, num_sources: in
     gradient needs it (:func:`csr_transpose`: a source's entries in target order, as in the whole graph's
     transpose, less those of the dropped targets, whose gradients are zero; the first layer's, whose input is
     the features, is never built); a target's row is the same sum as in the whole graph, and
-    :func:`apply_conv`'s ``SAGEConv`` gives the same numbers (its root term on the targets' rows). Other
+    :func:`apply_conv`'s ``SAGEConv`` gives the same numbers (its root term on the targets' rows; without the
+    operators, PyG's bipartite ``conv((x, x[:num_targets]), edge_index)``, so that both paths sum the same rows
+    in the weights' gradients -- a sum over extra zero rows rounds differently on some CPUs). Other
     layers run PyG's own on the trimmed ``edge_index`` and keep the targets' rows -- equal for layers whose
     output at a node depends only on its in-edges and own features (``SAGEConv``, ``GINConv``,
     ``GraphConv``, ``GATConv``), not for ``GCNConv``, whose normalisation counts the sources' in-degrees (the
