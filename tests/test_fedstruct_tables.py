@@ -178,6 +178,10 @@ def test_the_unpruned_abar_is_refused_when_it_would_not_fit_in_half_the_memory(m
                                                                     "simulation": "clients", "pruning": "global"}})
     monkeypatch.setattr(fedstruct, "memory_bytes", lambda: 8 * GIB)
     assert "for the ledger" in ft.out_of_reach("fedstruct_h2v_f", "PubMed")
+    # the server's GraphSAGE (App. H) forms no A-bar: neither refused nor priced
+    sage = {"sgnn": "sage", "abar_protocol": "server", "simulation": "clients", "pruning": "none"}
+    assert fedstruct.unpruned_abar_refusal("PubMed", sage) is None
+    ExperimentConfig.from_dict({**pubmed_f, "algorithm_options": {**pubmed_f["algorithm_options"], **sage}})
     monkeypatch.setattr(fedstruct, "memory_bytes", lambda: 64 * GIB)
     assert fedstruct.unpruned_abar_refusal("PubMed", {"simulation": "clients"}) is None
 

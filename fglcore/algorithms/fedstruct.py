@@ -944,10 +944,13 @@ def unpruned_abar_refusal(dataset: str, options: Mapping[str, Any] | None = None
     (defaults where not given), or ``None``: it is when :func:`unpruned_abar_bytes` exceeds half this machine's
     memory (the other half for a second worker and the rest of the run). The fused simulation with Alg. 3 run by
     the clients needs the rows for the ledger only; on a 24 GB machine that fits PubMed, forming its rows does
-    not."""
+    not. The server's GraphSAGE (``sgnn="sage"``, App. H) forms no :math:`\bar A`: never refused."""
     from fglcore.data.datasets import num_nodes
 
-    ledger_only = abar_for_ledger_only({**FedStruct.default_options, **(options or {})})
+    options = {**FedStruct.default_options, **(options or {})}
+    if options["sgnn"] == "sage":
+        return None
+    ledger_only = abar_for_ledger_only(options)
     n = num_nodes(dataset)
     need, memory = unpruned_abar_bytes(n, ledger_only), memory_bytes()
     if not memory or need <= memory // 2:
