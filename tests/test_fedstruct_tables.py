@@ -206,32 +206,61 @@ def test_plans_leave_out_the_cells_out_of_reach_and_say_so(monkeypatch):
 
 def test_fedpub_rounds_check_reruns_table2s_fedpub_cells_on_cora_with_the_later_configs_rounds():
     plan = ft.results_plan(["Cora", "CiteSeer"], [5, 10], ["fedpub", "central"], [0, 1], 0, [], ["central"], 1)
-    check = plan["fedpub_rounds"]
+    check = plan["checks"][ft.FEDPUB_ROUNDS.table]
     row = {(c.num_clients, c.seed): c for c in plan["table2"] if c.algorithm == "fedpub" and c.dataset == "Cora"}
     assert sorted((c.num_clients, c.seed) for c in check) == sorted(row) and len(check) == 4
     for c in check:  # the same run but for its rounds, and a table no report reads
         same = row[(c.num_clients, c.seed)]
-        assert (c.rounds, c.evaluate_every, c.table) == (30, 30, ft.FEDPUB_ROUNDS_TABLE) and same.rounds == 50
+        assert (c.rounds, c.evaluate_every, c.table) == (30, 30, "2-fedpub-rounds") and same.rounds == 50
         assert c.replace(rounds=50, evaluate_every=50, table="2") == same
-    assert ft.results_plan(["Cora"], [5], ["fedpub"], [0], 3, [], ["central"], 1)["fedpub_rounds"] == []
-    assert ft.results_plan(["Cora"], [5], ["central"], [0], 0, [], ["central"], 1)["fedpub_rounds"] == []
+    assert set(plan["checks"]) == {ft.FEDPUB_ROUNDS.table}  # no FedGCN row asked for: no FedGCN check
+    assert ft.results_plan(["Cora"], [5], ["fedpub"], [0], 3, [], ["central"], 1)["checks"] == {}
+    assert ft.results_plan(["Cora"], [5], ["central"], [0], 0, [], ["central"], 1)["checks"] == {}
 
 
-def test_fedpub_rounds_check_compares_both_readings_with_the_paper():
+def test_fedgcn_features_check_reruns_the_ten_client_cells_with_the_ports_exchange_in_any_profile():
+    plan = ft.results_plan(["Cora", "Chameleon"], [5, 10], ["fedgcn_2hop"], [0, 1], 3, [], ["central"], 1)
+    check = plan["checks"][ft.FEDGCN_FEATURES.table]
+    row = {(c.dataset, c.seed): c for c in plan["table2"] if c.num_clients == 10}
+    assert sorted((c.dataset, c.seed) for c in check) == sorted(row) and len(check) == 4
+    for c in check:
+        same = row[(c.dataset, c.seed)]
+        assert same.algorithm_options.get("exchange", "sums") == "sums"  # Table 2: the FedGCN paper's sums
+        assert c.algorithm_options == {**same.algorithm_options, "exchange": "features"}
+        assert c.replace(algorithm_options=same.algorithm_options, table="2") == same
+    assert ft.results_plan(["Cora"], [5, 20], ["fedgcn_2hop"], [0], 3, [], ["central"], 1)["checks"] == {}
+
+
+def _check_rows(method, table, values, dataset="Cora", num_clients=10, selected_round=50):
+    model = {"fedpub": "gcn", "fedgcn_2hop": "sage"}[method]  # as the rows store them
+    return [{"paper": "fedstruct", "table": table, "dataset": dataset, "partition": "random",
+             "num_clients": num_clients, "method": method, "model": model, "setting": "", "metric": "accuracy",
+             "seed": seed, "value": value, "selected_round": selected_round,
+             "config_id": f"{table}-{num_clients}-{seed}"}
+            for seed, value in enumerate(values)]
+
+
+def test_reading_check_compares_both_readings_with_the_paper_on_the_checked_cells_only():
     import pandas as pd
 
-    def rows(table, rounds, values):
-        return [{"paper": "fedstruct", "table": table, "dataset": "Cora", "partition": "random", "num_clients": 10,
-                 "method": "fedpub", "model": "gcn", "setting": "", "metric": "accuracy", "seed": seed,
-                 "value": value, "selected_round": rounds, "config_id": f"{table}-{seed}"}
-                for seed, value in enumerate(values)]
-
-    other = [{**r, "dataset": "CiteSeer"} for r in rows("2", 100, [60.0, 62.0])]
-    results = pd.DataFrame(rows("2", 50, [55.0, 57.0]) + rows(ft.FEDPUB_ROUNDS_TABLE, 30, [61.0, 63.0]) + other)
-    table = ft.fedpub_rounds_check(results)
-    assert list(table["reading"]) == ["the check", "Table 2's row"] and list(table["rounds"]) == [30, 50]
+    other = _check_rows("fedpub", "2", [60.0, 62.0], dataset="CiteSeer")
+    results = pd.DataFrame(_check_rows("fedpub", "2", [55.0, 57.0]) + other
+                           + _check_rows("fedpub", "2-fedpub-rounds", [61.0, 63.0])
+                           + _check_rows("fedgcn_2hop", "2", [80.0, 80.0]))
+    table = ft.reading_check(results, ft.FEDPUB_ROUNDS)
+    assert list(table["reading"]) == ["30 rounds (e97e8e86)", "Table 2's row"]
     assert set(table["dataset"]) == {"Cora"}  # only where the check ran
     paper = 61.82  # params/fedstruct/paper.yaml, Table 2, Cora, 10 clients
     assert table["ours_mean"].tolist() == [62.0, 56.0] and table["paper_mean"].tolist() == [paper, paper]
     assert table["delta"].round(2).tolist() == [round(62.0 - paper, 2), round(56.0 - paper, 2)]
-    assert ft.fedpub_rounds_check(results[results["table"] == "2"]).empty
+    assert ft.reading_check(results[results["table"] == "2"], ft.FEDPUB_ROUNDS).empty
+    # FedGCN: the 5-client cell has no check run, so only the 10-client cell is compared
+    fedgcn = pd.DataFrame(_check_rows("fedgcn_2hop", "2", [83.0, 84.0])
+                          + _check_rows("fedgcn_2hop", "2", [70.0], num_clients=5)
+                          + _check_rows("fedgcn_2hop", "2-fedgcn-features", [79.0, 81.0]))
+    table = ft.reading_check(fedgcn, ft.FEDGCN_FEATURES)
+    assert table[["num_clients", "reading", "ours_mean"]].values.tolist() == [
+        [10, "Table 2's row", 83.5], [10, "exchange='features' (the port)", 80.0]]
+    assert table["paper_mean"].tolist() == [82.90, 82.90]
+
+

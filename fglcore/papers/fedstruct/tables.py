@@ -228,17 +228,61 @@ aggregation (``evaluate="personalized"``): ``FedPubServer.start`` ends with ``up
 which loads each client's personalised average and tests it without training. On Cora, 10 clients, seeds 0-2:
 57.75 % with ``tau`` 10 and the local model, 58.49 % with both (paper 61.82)."""
 
-FEDPUB_ROUNDS_CHECK: dict[str, int] = {"Cora": 30}
+@dataclass(frozen=True)
+class ReadingCheck:
+    """Table 2's runs of one row again under another reading of the official port, beside the row: the same seeds,
+    splits, partitions and initialisations with ``changes[dataset]`` (config fields; ``algorithm_options`` merged
+    into the row's), on the datasets of ``changes`` and the numbers of clients ``num_clients`` (all when empty),
+    stored under ``table`` -- not one of the paper's tables, so the report leaves them out -- and compared with the
+    paper as Table 2 compares them (:func:`reading_check`)."""
+
+    row: str
+    table: str
+    reading: str
+    changes: Mapping[str, Mapping[str, Any]]
+    num_clients: tuple[int, ...] = ()
+
+    def applies(self, config: ExperimentConfig, rounds: int) -> bool:
+        """Whether Table 2's ``config`` is one of this check's runs; a check of the rounds never runs when
+        ``rounds`` replaces Table 5's epochs."""
+        row = ROWS[self.row]
+        return (config.algorithm == row.algorithm and config.setting == row.setting
+                and config.dataset in self.changes and (not self.num_clients or config.num_clients in self.num_clients)
+                and not (rounds and "rounds" in self.changes[config.dataset]))
+
+    def config(self, config: ExperimentConfig) -> ExperimentConfig:
+        """Table 2's ``config`` under this reading."""
+        change = dict(self.changes[config.dataset])
+        if "algorithm_options" in change:
+            change["algorithm_options"] = {**config.algorithm_options, **change["algorithm_options"]}
+        if "rounds" in change:
+            change["evaluate_every"] = change["rounds"]
+        return config.replace(table=self.table, **change)
+
+
+FEDPUB_ROUNDS = ReadingCheck("fedpub", "2-fedpub-rounds", "30 rounds (e97e8e86)", {"Cora": {"rounds": 30}})
 """FedPub's rounds on Cora in a later config of the official port: ``fedpub.epochs`` 30 in ``config/config_Cora.yml``
 at commit e97e8e86 (the same lr 0.01, ``norm_scale`` 3 and ``n_proxy`` 10), where fbd1ad20, which
 :data:`FEDPUB_SETTINGS` follows, and f3183a1 (digest §4.5) say 50. Which commit made the paper's FedPub cells is
-not recorded. ``notebooks/fedstruct/3_results`` runs Table 2's FedPub row on Cora with these rounds beside the row
-itself (:func:`results_plan`, ``"fedpub_rounds"``; :func:`fedpub_rounds_check`); Table 2 keeps fbd1ad20's. Measured
-before (2026-11-27, seeds 0-2, 5/10/20 clients): 67.36/61.45/47.89 % at 30 rounds, 65.66/58.49/46.56 % at 50 (paper
-67.59/61.82/48.47). The port's other difference, each client's own initialisation with no opening download, was
-tried too and is not the cause: 56.31 % at 10 clients (seeds 0-3), 65.69 % at 5 (seeds 0-4)."""
-FEDPUB_ROUNDS_TABLE = "2-fedpub-rounds"
-"""The ``table`` of those runs: not one of the paper's tables, so the report leaves them out."""
+not recorded; Table 2 keeps fbd1ad20's. Measured before (2026-11-27, seeds 0-2, 5/10/20 clients): 67.36/61.45/47.89 %
+at 30 rounds, 65.66/58.49/46.56 % at 50 (paper 67.59/61.82/48.47). The port's other difference, each client's own
+initialisation with no opening download, was tried too and is not the cause: 56.31 % at 10 clients (seeds 0-3),
+65.69 % at 5 (seeds 0-4)."""
+
+FEDGCN_FEATURES = ReadingCheck(
+    "fedgcn_2hop", "2-fedgcn-features", "exchange='features' (the port)",
+    {d: {"algorithm_options": {"exchange": "features"}} for d in PAPER_DATASETS}, num_clients=(10,))
+"""FedGCN-2hop as the official port runs it: every stored version of ``get_in_comm_indexes``
+(``src/FedGCN/utils.py``) extends a client's nodes by two hops with ``k_hop_subgraph`` and trains on that induced
+subgraph with the external nodes' raw features (:mod:`fglcore.algorithms.fedgcn` option ``exchange="features"``);
+Table 2 keeps the FedGCN paper's exchange of aggregated sums (Yao et al., Sec. 3.2, Eq. 3; the default), which is
+what FedStruct's text describes ("aggregated neighbour features"). Ten-client runs only: the port partitions
+FedGCN's graph with ``config.subgraph.num_subgraphs`` (10) whatever the column says. The port's FedGCN model also
+changed between commits (FedGCN's own 2- or 3-layer GCN, hidden 16, SGD at lr 0.5 in bbc76caf and e97e8e86; a
+GraphSAGE with Adam on PubMed in e97e8e86); both readings here keep Table 2's GraphSAGE."""
+
+READING_CHECKS = (FEDPUB_ROUNDS, FEDGCN_FEATURES)
+"""The checks :func:`results_plan` runs when their row is among the methods."""
 
 
 # ----------------------------------------------------------------------------- settings
@@ -397,14 +441,14 @@ def results_plan(datasets: Sequence[str], num_clients: Sequence[int], methods: S
                  rounds: int, cost_datasets: Sequence[str], cost_methods: Sequence[str],
                  cost_rounds: int) -> dict[str, Any]:
     """What ``notebooks/fedstruct/3_results`` runs: ``{"ready", "missing", "not_implemented", "out_of_reach", "table2",
-    "fedpub_rounds", "cost"}``.
+    "checks", "cost"}``.
 
     ``ready``: the datasets of ``datasets`` available here (a missing one,
     e.g. Amazon-ratings offline, is listed in ``missing`` and its paper numbers
     are shown alone); ``not_implemented``: the rows of ``methods`` without a
     registered algorithm; ``out_of_reach``: the cells left out on this machine (:func:`out_of_reach_cells`);
-    ``table2``: the configs; ``fedpub_rounds``: Table 2's FedPub runs again with the rounds of
-    :data:`FEDPUB_ROUNDS_CHECK` on its datasets (none when ``rounds`` replaces Table 5's epochs); ``cost``: two runs (seed 0,
+    ``table2``: the configs; ``checks``: per :data:`READING_CHECKS` table, Table 2's runs of its row again under its
+    reading (:class:`ReadingCheck`; a check with no run here is left out); ``cost``: two runs (seed 0,
     10 clients, ``cost_rounds`` and twice as many rounds) per implemented row of
     ``cost_methods`` on each available dataset of ``cost_datasets``, to time them
     (:func:`cost_projection`). Called by the
@@ -436,12 +480,10 @@ def results_plan(datasets: Sequence[str], num_clients: Sequence[int], methods: S
     with experiment.parameters_named({"dataset": "cost_datasets", "rounds": "cost_rounds", "algorithm": "cost_methods"}):
         cost = [c for r in (cost_rounds, 2 * cost_rounds)
                 for c in table2_configs(cost_ready, [10], cost_methods, [0], r, table="cost")]
-    check = [d for d in ready if d in FEDPUB_ROUNDS_CHECK] if "fedpub" in run and not rounds else []
-    fedpub_rounds = [c for d in check for c in table2_configs([d], num_clients, ["fedpub"], seeds,
-                                                              FEDPUB_ROUNDS_CHECK[d], table=FEDPUB_ROUNDS_TABLE)]
+    checks = {check.table: [check.config(c) for c in table2 if check.applies(c, rounds)] for check in READING_CHECKS}
     return {"ready": ready, "missing": [d for d in datasets if d not in ready], "not_implemented": missing_rows,
             "out_of_reach": out_of_reach_cells(ready, methods),
-            "table2": table2, "fedpub_rounds": fedpub_rounds, "cost": cost}
+            "table2": table2, "checks": {table: configs for table, configs in checks.items() if configs}, "cost": cost}
 
 
 # ----------------------------------------------------------------------------- layouts
@@ -556,26 +598,22 @@ def labelled(comparison: pd.DataFrame, column: str = "num_clients") -> pd.DataFr
     return frame
 
 
-def fedpub_rounds_check(results: pd.DataFrame) -> pd.DataFrame:
-    """Table 2's FedPub cells compared with the paper twice, as Table 2 compares them (:func:`fglcore.compare.compare`):
-    our row (``rounds`` of :data:`FEDPUB_SETTINGS`) and the same runs with the rounds of :data:`FEDPUB_ROUNDS_CHECK`
-    (``table`` :data:`FEDPUB_ROUNDS_TABLE`). One line per cell and reading, on the datasets the check ran on."""
-    fedpub = results[results["method"] == "fedpub"]
-    fedpub = fedpub[fedpub["dataset"].isin(fedpub.loc[fedpub["table"] == FEDPUB_ROUNDS_TABLE, "dataset"])]
+def reading_check(results: pd.DataFrame, check: ReadingCheck) -> pd.DataFrame:
+    """Table 2's cells of ``check.row`` compared with the paper twice, as Table 2 compares them
+    (:func:`fglcore.compare.compare`): our row and the same runs under ``check``'s reading (``table`` ``check.table``).
+    One line per cell and reading, on the cells (dataset, number of clients) the check ran on."""
+    row = ROWS[check.row]
+    runs = results[(results["method"] == row.algorithm) & (results["setting"] == row.setting)]
+    checked = runs.loc[runs["table"] == check.table, ["dataset", "num_clients"]].drop_duplicates()
+    runs = runs.merge(checked, on=["dataset", "num_clients"])
     parts = []
-    for table, reading in (("2", "Table 2's row"), (FEDPUB_ROUNDS_TABLE, "the check")):
-        runs = fedpub[fedpub["table"] == table]
-        if runs.empty:
-            continue
-        cells = compare(runs.assign(table="2"), PAPER, table="2")
-        cells = cells[(cells["method"] == "fedpub") & (cells["status"] != "missing")]
-        rounds = runs.groupby("dataset")["selected_round"].max()  # the last round: Table 2 scores it
-        parts.append(cells.assign(reading=reading, rounds=cells["dataset"].map(rounds)))
-    columns = ["dataset", "num_clients", "reading", "rounds", "paper_mean", "ours_mean", "ours_std", "n_seeds",
-               "delta", "status"]
-    if not parts:
-        return pd.DataFrame(columns=columns)
-    return pd.concat(parts)[columns].sort_values(["dataset", "num_clients", "rounds"]).reset_index(drop=True)
+    for table, reading in (("2", "Table 2's row"), (check.table, check.reading)):
+        cells = compare(runs[runs["table"] == table].assign(table="2"), PAPER, table="2")
+        cells = cells[(cells["method"] == row.algorithm) & (cells["setting"].fillna("") == row.setting)
+                      & (cells["status"] != "missing")]
+        parts.append(cells.assign(reading=reading))
+    columns = ["dataset", "num_clients", "reading", "paper_mean", "ours_mean", "ours_std", "n_seeds", "delta", "status"]
+    return pd.concat(parts)[columns].sort_values(["dataset", "num_clients", "reading"]).reset_index(drop=True)
 
 
 def not_implemented_rows(row_ids: Iterable[str], datasets: Sequence[str], table: str = "2") -> pd.DataFrame:
