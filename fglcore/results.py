@@ -438,6 +438,32 @@ class ResultStore:
                 write_csv_atomic(entries if index.empty else pd.concat([index, entries], ignore_index=True),
                                  self.index_path)
 
+    def merge(self, other: "ResultStore") -> list[str]:
+        """Add the configurations stored in ``other`` and not here, rows and index entries as they are there
+        (run id, seconds, finish time, how each run was made); return their ``config_id``s.
+
+        For runs made elsewhere (``tools/device_sweep.py``: a lent GPU machine) and brought home. A
+        configuration stored here already keeps its rows: a merge never overwrites. ``other``'s index must
+        cover every configuration it adds, so that no merged run loses its provenance.
+        """
+        theirs, log = other.read(), other.run_log()
+        with self._exclusive():
+            stored = self.read()
+            new = theirs[~theirs["config_id"].isin(set(stored["config_id"]))]
+            added = list(dict.fromkeys(new["config_id"]))
+            if not added:
+                return []
+            unindexed = sorted(set(added) - set(log["config_id"]))
+            if unindexed:
+                raise ValueError(f"{other.index_path} has no entry for {len(unindexed)} configuration(s) of "
+                                 f"{other.path} (e.g. {unindexed[0]}): merging them would lose how they were made")
+            self._write(pd.concat([stored, new], ignore_index=True))
+            entries = log[log["config_id"].isin(set(added))]
+            index = self.run_log()
+            write_csv_atomic(entries if index.empty else pd.concat([index, entries], ignore_index=True),
+                             self.index_path)
+        return added
+
     def forget(self, config_ids: Iterable[str]) -> int:
         """Remove the rows and index entries of ``config_ids``, so a sweep runs them again; returns the rows removed.
 

@@ -318,6 +318,33 @@ def test_forget_removes_rows_and_index_entries_so_a_sweep_reruns_them(tmp_path):
     assert not (tmp_path / "other.csv").exists()  # nothing stored: nothing written
 
 
+def test_merge_adds_runs_made_elsewhere_with_their_records_and_overwrites_nothing(tmp_path):
+    home, away = ResultStore(tmp_path / "home" / "results.csv"), ResultStore(tmp_path / "away" / "results.csv")
+    both, new = make_config(seed=0), make_config(seed=1)
+    home.append(rows_for(both, 0.5), run_id="a" * 16, seconds=3.0)
+    gpu = {**run_record("cpu"), "device": "cuda:0 (Accelerator 0)"}
+    away.append(rows_for(both, 0.9), run_id="a" * 16, seconds=1.0, provenance=gpu)
+    away.append(rows_for(new, 0.7), run_id="b" * 16, seconds=2.0, provenance=gpu)
+
+    assert home.merge(away) == [config_id(new)]
+    accuracy = home.read().query("metric == 'accuracy'").set_index("config_id")["value"]
+    assert accuracy[config_id(both)] == 50.0  # home's run kept
+    assert accuracy[config_id(new)] == 70.0
+    log = home.run_log().set_index("config_id")
+    assert log.loc[config_id(both), "seconds"] == 3.0
+    theirs = away.run_log().set_index("config_id").loc[config_id(new)]
+    assert log.loc[config_id(new)].to_dict() == theirs.to_dict()  # run id, seconds, finish time, device
+    assert log.loc[config_id(new), "device"] == "cuda:0 (Accelerator 0)"
+    assert home.merge(away) == []  # merging again adds nothing
+
+    away.index_path.unlink()
+    stray = make_config(seed=2)
+    away.append(rows_for(stray, 0.1))  # rows without an index entry
+    with pytest.raises(ValueError, match="no entry for 1 configuration"):
+        home.merge(away)
+    assert config_id(stray) not in home.done_ids()
+
+
 def test_atomic_writes_give_the_file_the_mode_open_would(tmp_path):
     import stat
 
