@@ -70,8 +70,9 @@ def plan(paper: str, profile: str, notebooks: list[str] | None, datasets: list[s
     entries = list(chosen.values())
     if costs is not None:
         table = pd.read_csv(costs).assign(kind=lambda f: f["group"].str.split("|", n=1).str[1])
-        by_group = table.groupby("group")["seconds_per_run"].max().to_dict()
-        by_kind = table.groupby("kind")["seconds_per_run"].max().to_dict()  # method|model|rounds, any dataset
+        latest = table.drop_duplicates("group", keep="last")  # the table's rule: a group's last row wins
+        by_group = latest.set_index("group")["seconds_per_run"].to_dict()
+        by_kind = latest.groupby("kind")["seconds_per_run"].max().to_dict()  # method|model|rounds, any dataset
 
         def cost(entry: dict) -> float:
             return by_group.get(entry["group"], by_kind.get(entry["group"].split("|", 1)[1], 0.0))
