@@ -161,7 +161,8 @@ def test_the_unpruned_abar_is_refused_when_it_would_not_fit_in_half_the_memory(m
     assert fedstruct.unpruned_abar_bytes(n) == n**2 * fedstruct.UNPRUNED_BYTES_PER_VALUE
     assert fedstruct.unpruned_abar_bytes(n, ledger_only=True) == n**2 * fedstruct.LEDGER_ONLY_BYTES_PER_VALUE
     monkeypatch.setattr(fedstruct, "memory_bytes", lambda: 24 * GIB)
-    assert fedstruct.unpruned_abar_refusal("Photo") is None  # 7,650 nodes: 2.6 GB
+    assert fedstruct.unpruned_abar_refusal("Photo", {"pruning": "none"}) is None  # 7,650 nodes: 2.6 GB
+    assert fedstruct.unpruned_abar_refusal("PubMed", {"simulation": "clients"}) is None  # pruned: no A-bar formed
     # the table's row: fused, Alg. 3 by the clients for the ledger only, dense rows: PubMed fits in 24 GiB
     pubmed_f = {**ft.PROTOCOL, **ft.row_fields("fedstruct_h2v_f", "PubMed"), "dataset": "PubMed", "num_clients": 10}
     assert pubmed_f["algorithm_options"]["simulation"] == "fused"
@@ -169,7 +170,7 @@ def test_the_unpruned_abar_is_refused_when_it_would_not_fit_in_half_the_memory(m
     ExperimentConfig.from_dict(pubmed_f)
     # rows formed to train with (the clients simulation) or by the server: not
     for change in ({"simulation": "clients"}, {"abar_protocol": "server"}):
-        refusal = fedstruct.unpruned_abar_refusal("PubMed", change)
+        refusal = fedstruct.unpruned_abar_refusal("PubMed", {"pruning": "none", **change})
         assert "PubMed (19,717 nodes: up to 389 M values, about 17.1 GB to form its rows" in refusal
         assert "24.0 GiB" in refusal
         with pytest.raises(ConfigError, match="algorithm_options.pruning: 'none' forms the unpruned A-bar of PubMed"):
@@ -183,7 +184,7 @@ def test_the_unpruned_abar_is_refused_when_it_would_not_fit_in_half_the_memory(m
     assert fedstruct.unpruned_abar_refusal("PubMed", sage) is None
     ExperimentConfig.from_dict({**pubmed_f, "algorithm_options": {**pubmed_f["algorithm_options"], **sage}})
     monkeypatch.setattr(fedstruct, "memory_bytes", lambda: 64 * GIB)
-    assert fedstruct.unpruned_abar_refusal("PubMed", {"simulation": "clients"}) is None
+    assert fedstruct.unpruned_abar_refusal("PubMed", {"simulation": "clients", "pruning": "none"}) is None
 
 
 def test_plans_leave_out_the_cells_out_of_reach_and_say_so(monkeypatch):

@@ -939,16 +939,22 @@ def abar_for_ledger_only(options: Mapping[str, Any]) -> bool:
     return options["simulation"] == "fused" and options["abar_protocol"] == "clients"
 
 
+def forms_unpruned_abar(options: Mapping[str, Any]) -> bool:
+    r"""Whether the fedstruct ``options`` (merged with the defaults) form the unpruned :math:`\bar A`
+    (``pruning="none"``, the "-F" rows); the server's GraphSAGE (``sgnn="sage"``, App. H) forms no :math:`\bar A`."""
+    return options["pruning"] == "none" and options["sgnn"] != "sage"
+
+
 def unpruned_abar_refusal(dataset: str, options: Mapping[str, Any] | None = None) -> str | None:
     r"""Why the unpruned :math:`\bar A` of ``dataset`` is out of reach here under the fedstruct ``options``
-    (defaults where not given), or ``None``: it is when :func:`unpruned_abar_bytes` exceeds half this machine's
-    memory (the other half for a second worker and the rest of the run). The fused simulation with Alg. 3 run by
-    the clients needs the rows for the ledger only; on a 24 GB machine that fits PubMed, forming its rows does
-    not. The server's GraphSAGE (``sgnn="sage"``, App. H) forms no :math:`\bar A`: never refused."""
+    (defaults where not given), or ``None``: it is when the options form it (:func:`forms_unpruned_abar`) and
+    :func:`unpruned_abar_bytes` exceeds half this machine's memory (the other half for a second worker and the
+    rest of the run). The fused simulation with Alg. 3 run by the clients needs the rows for the ledger only; on a
+    24 GB machine that fits PubMed, forming its rows does not."""
     from fglcore.data.datasets import num_nodes
 
     options = {**FedStruct.default_options, **(options or {})}
-    if options["sgnn"] == "sage":
+    if not forms_unpruned_abar(options):
         return None
     ledger_only = abar_for_ledger_only(options)
     n = num_nodes(dataset)
@@ -1022,7 +1028,7 @@ class FedStruct(Algorithm):
         if o["nsf"] == "gdv" and o["structure_dim"] != NUM_ORBITS:
             raise ConfigError(f"algorithm_options.structure_dim: nsf='gdv' gives {NUM_ORBITS} orbit counts per node, "
                               f"so structure_dim must be {NUM_ORBITS}; got {o['structure_dim']}")
-        if o["pruning"] == "none" and (refusal := unpruned_abar_refusal(config.dataset, o)):
+        if refusal := unpruned_abar_refusal(config.dataset, o):
             raise ConfigError(f"algorithm_options.pruning: 'none' {refusal}; accepted here: 'global' or 'block' "
                               "(pruned to the top p*n values, the paper's default), or run it on a machine with "
                               "more memory")
@@ -1035,10 +1041,10 @@ class FedStruct(Algorithm):
         return int(self.federation.data.num_nodes)
 
     def memory_estimate(self) -> int | None:
-        r"""The unpruned :math:`\bar A`'s bytes (:func:`unpruned_abar_bytes`) when ``pruning="none"`` forms it;
-        ``None`` otherwise (pruned, it holds about ``prune_p`` values a node)."""
+        r"""The unpruned :math:`\bar A`'s bytes (:func:`unpruned_abar_bytes`) when the options form it
+        (:func:`forms_unpruned_abar`); ``None`` otherwise (pruned, it holds about ``prune_p`` values a node)."""
         o = self.options
-        if o["pruning"] != "none" or o["sgnn"] == "sage":
+        if not forms_unpruned_abar(o):
             return None
         return unpruned_abar_bytes(self.num_nodes, abar_for_ledger_only(o))
 

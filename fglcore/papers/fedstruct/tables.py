@@ -368,7 +368,7 @@ def out_of_reach(row_id: str, dataset: str) -> str | None:
     :math:`\\bar A` unpruned (:func:`fglcore.algorithms.fedstruct.unpruned_abar_refusal`, under the row's options)."""
     from fglcore.algorithms.fedstruct import unpruned_abar_refusal
 
-    if ROWS[row_id].algorithm == "fedstruct" and ROWS[row_id].options.get("pruning") == "none":
+    if ROWS[row_id].algorithm == "fedstruct":
         return unpruned_abar_refusal(dataset, row_fields(row_id, dataset)["algorithm_options"])
     return None
 
