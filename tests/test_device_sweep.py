@@ -8,7 +8,7 @@ import json
 from fglcore.fl import Channel, RunResult
 from fglcore.paths import output_dir, repo_root
 from fglcore.results import ResultStore, config_id, rows_from_result, run_id
-from fglcore.runlog import plan_configs
+from fglcore.runlog import format_group, group_key, plan_configs
 
 spec = importlib.util.spec_from_file_location("device_sweep", repo_root() / "tools" / "device_sweep.py")
 device_sweep = importlib.util.module_from_spec(spec)
@@ -41,6 +41,18 @@ def test_plan_takes_the_runs_the_store_lacks_one_per_computation(tmp_path, monke
     stored_run(store, dataclasses.replace(planned[1], table="elsewhere"))  # the same computation, other labels
     device_sweep.plan("fedstruct", "smoke", ["2_method"], ["Cora"], None, out)
     assert [run_id(e["config"]) for e in json.loads(out.read_text())] == [run_id(c) for c in planned[2:]]
+
+    # priced by a projection table: dearest first, and those above --max-cost left out
+    groups = sorted({format_group(group_key(c)) for c in planned[2:]})
+    costs = tmp_path / "costs.csv"
+    costs.write_text("group,seconds_per_run\n" + "".join(f"{g},{10.0 * (i + 1)}\n" for i, g in enumerate(groups))
+                     + f"{groups[0]},1000\n")  # a group's last row wins
+    device_sweep.plan("fedstruct", "smoke", ["2_method"], ["Cora"], costs, out)
+    ordered = [e["group"] for e in json.loads(out.read_text())]
+    price = {g: 10.0 * (i + 1) for i, g in enumerate(groups)} | {groups[0]: 1000.0}
+    assert ordered == sorted(ordered, key=lambda g: -price[g]) and ordered[0] == groups[0]
+    device_sweep.plan("fedstruct", "smoke", ["2_method"], ["Cora"], costs, out, max_cost=999)
+    assert groups[0] not in {e["group"] for e in json.loads(out.read_text())}
 
 
 def test_workers_share_the_plan_survive_a_failing_run_and_their_runs_merge_home(tmp_path):

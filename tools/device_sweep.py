@@ -15,7 +15,9 @@ under other labels (by ``run_id``: the notebook's sweep copies them), and keeps 
 ``--datasets`` narrows the plan to what the other machine holds (the data travels with the command);
 ``--costs`` (a projection table of ``benchmarks/full_projection.py``: ``group``, ``seconds_per_run``) orders it
 by CPU seconds per run, dearest first, so that a short lease takes the runs that cost this machine most
-(a group the table lacks is priced as its method's dearest dataset; unpriced methods go last, in plan order).
+(a group the table lacks is priced as its method's dearest dataset; unpriced methods go last, in plan order);
+``--max-cost S`` then drops the runs priced above ``S`` CPU seconds, so that a short lease is given runs it can
+finish (the first lease, 2026-11-28, gave twelve processes O-pFGL's 2-4 CPU-hour runs and stored none).
 
 ``run`` gives worker ``i`` of ``N`` the configurations ``i, i + N, ...`` of the plan and runs each through
 :func:`fglcore.experiment.sweep` (claims, checkpoints, the run index and its provenance: device, versions,
@@ -41,7 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def plan(paper: str, profile: str, notebooks: list[str] | None, datasets: list[str] | None, costs: Path | None,
-         out: Path) -> None:
+         out: Path, max_cost: float | None = None) -> None:
     import pandas as pd
 
     from fglcore.paths import output_dir
@@ -67,7 +69,7 @@ def plan(paper: str, profile: str, notebooks: list[str] | None, datasets: list[s
                 continue
             chosen[rid] = {"notebook": path.stem, "group": format_group(group_key(config)),
                            "config": config.to_dict()}
-    entries = list(chosen.values())
+    entries, priced_out = list(chosen.values()), 0
     if costs is not None:
         table = pd.read_csv(costs).assign(kind=lambda f: f["group"].str.split("|", n=1).str[1])
         latest = table.drop_duplicates("group", keep="last")  # the table's rule: a group's last row wins
@@ -78,9 +80,13 @@ def plan(paper: str, profile: str, notebooks: list[str] | None, datasets: list[s
             return by_group.get(entry["group"], by_kind.get(entry["group"].split("|", 1)[1], 0.0))
 
         entries.sort(key=lambda entry: -cost(entry))
+        if max_cost is not None:
+            kept = [entry for entry in entries if cost(entry) <= max_cost]
+            entries, priced_out = kept, len(entries) - len(kept)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(entries, indent=1))
-    print(f"{len(chosen)} runs of {paper} ({profile}) not stored in {store.path} planned into {out}")
+    left_out = f" ({priced_out} more priced above {max_cost:g} CPU s left out)" if priced_out else ""
+    print(f"{len(entries)} runs of {paper} ({profile}) not stored in {store.path} planned into {out}{left_out}")
 
 
 def worker(plan_path: Path, store: Path, index: int, workers: int) -> None:
@@ -138,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--notebooks", nargs="+", help="notebook stems (default: all of the paper's)")
     p.add_argument("--datasets", nargs="+", help="only these datasets (what the other machine holds)")
     p.add_argument("--costs", type=Path, help="projection CSV (group, seconds_per_run): dearest runs first")
+    p.add_argument("--max-cost", type=float, help="with --costs: leave out runs priced above this many CPU seconds")
     p.add_argument("--out", type=Path, required=True)
     r = sub.add_parser("run", help="run a plan on several processes, stopping at a run boundary after --seconds")
     r.add_argument("plan", type=Path)
@@ -154,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("target", type=Path)
     args = parser.parse_args(argv)
     if args.command == "plan":
-        plan(args.paper, args.profile, args.notebooks, args.datasets, args.costs, args.out)
+        if args.max_cost is not None and args.costs is None:
+            parser.error("--max-cost prices runs by a projection table: give --costs too")
+        plan(args.paper, args.profile, args.notebooks, args.datasets, args.costs, args.out, args.max_cost)
     elif args.command == "run":
         if args.workers < 1 or not args.seconds > 0:
             parser.error(f"--workers must be at least 1 (got {args.workers}) and --seconds positive "
