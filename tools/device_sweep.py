@@ -16,7 +16,7 @@ under other labels (by ``run_id``: the notebook's sweep copies them), and keeps 
 ``--costs`` (a projection table of ``benchmarks/full_projection.py``: ``group``, ``seconds_per_run``) orders it
 by CPU seconds per run, dearest first, so that a short lease takes the runs that cost this machine most
 (a group the table lacks is priced as its method's dearest dataset; unpriced methods go last, in plan order);
-``--max-cost S`` then drops the runs priced above ``S`` CPU seconds, so that a short lease is given runs it can
+``--max-cost S`` then drops the runs priced above ``S`` CPU seconds (unpriced ones stay), so that a short lease is given runs it can
 finish (the first lease, 2026-11-28, gave twelve processes O-pFGL's 2-4 CPU-hour runs and stored none).
 
 ``run`` gives worker ``i`` of ``N`` the configurations ``i, i + N, ...`` of the plan and runs each through
