@@ -430,13 +430,9 @@ class ResultStore:
             self._write(combined)
             if run_id is not None:
                 finished = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-                entries = pd.DataFrame({"config_id": new["config_id"].unique()}).assign(
+                self._index(pd.DataFrame({"config_id": new["config_id"].unique()}).assign(
                     run_id=run_id, seconds=seconds, finished=finished,
-                    **{column: str(provenance.get(column, "")) for column in PROVENANCE_COLUMNS})
-                index = self.run_log()
-                index = index[~index["config_id"].isin(entries["config_id"])]
-                write_csv_atomic(entries if index.empty else pd.concat([index, entries], ignore_index=True),
-                                 self.index_path)
+                    **{column: str(provenance.get(column, "")) for column in PROVENANCE_COLUMNS}))
 
     def merge(self, other: "ResultStore") -> list[str]:
         """Add the configurations stored in ``other`` and not here, rows and index entries as they are there
@@ -458,10 +454,7 @@ class ResultStore:
                 raise ValueError(f"{other.index_path} has no entry for {len(unindexed)} configuration(s) of "
                                  f"{other.path} (e.g. {unindexed[0]}): merging them would lose how they were made")
             self._write(pd.concat([stored, new], ignore_index=True))
-            entries = log[log["config_id"].isin(set(added))]
-            index = self.run_log()
-            write_csv_atomic(entries if index.empty else pd.concat([index, entries], ignore_index=True),
-                             self.index_path)
+            self._index(log[log["config_id"].isin(set(added))])
         return added
 
     def forget(self, config_ids: Iterable[str]) -> int:
@@ -489,6 +482,13 @@ class ResultStore:
 
     def _write(self, frame: pd.DataFrame) -> None:
         write_csv_atomic(frame, self.path)
+
+    def _index(self, entries: pd.DataFrame) -> None:
+        """Record ``entries`` (:data:`INDEX_COLUMNS`) in the index, replacing those of the same ``config_id``s;
+        called under the store's lock."""
+        index = self.run_log()
+        index = index[~index["config_id"].isin(entries["config_id"])]
+        write_csv_atomic(entries if index.empty else pd.concat([index, entries], ignore_index=True), self.index_path)
 
 
 def _same_rows(stored: pd.DataFrame, new: pd.DataFrame) -> bool:
