@@ -795,11 +795,84 @@ def test_options_added_later_leave_stored_run_ids_alone(monkeypatch):
     from fglcore.results import run_id
 
     plain = config(nsf="h2v")
-    explicit = config(nsf="h2v", sgnn="decoupled_gcn", sgnn_layers=[128, 64, 32], combiner="sum")
+    explicit = config(nsf="h2v", sgnn="decoupled_gcn", sgnn_layers=[128, 64, 32], combiner="sum",
+                      feature_self_loops="all")
     assert run_id(plain) == run_id(explicit)
     assert run_id(config(nsf="h2v", combiner="linear")) != run_id(plain)
+    assert run_id(config(nsf="h2v", feature_self_loops="official")) != run_id(plain)
     fedstruct = ALGORITHMS.get("fedstruct")
     assert set(fedstruct.late_options) <= set(fedstruct.default_options)
     before = run_id(plain)
     monkeypatch.setattr(fedstruct, "late_options", ())
     assert run_id(plain) != before  # without it, every stored FedStruct run id would change
+
+
+# --------------------------------------------------------------------------- the official code's self-loops
+
+
+def official_obtain_a(edge_index: torch.Tensor, num_nodes: int, layers: int) -> torch.Tensor:
+    """The official ``obtain_a`` (``src/utils/utils.py``) on a client's local graph, densely: PyG's
+    ``add_self_loops`` without ``num_nodes``, row-normalised, to the power ``layers``."""
+    from torch_geometric.utils import add_self_loops
+
+    looped = add_self_loops(edge_index)[0]
+    adj = torch.zeros(num_nodes, num_nodes)
+    adj[looped[0], looped[1]] = 1.0
+    degree = adj.sum(1, keepdim=True)
+    a_hat = torch.where(degree > 0, adj / degree.clamp(min=1), torch.zeros_like(adj))
+    return torch.linalg.matrix_power(a_hat, layers)
+
+
+def test_official_feature_rows_are_the_nodes_that_pygs_self_loops_reach():
+    """Local order = ascending global id; the nodes after the largest intra-edge end get no self-loop."""
+    client = Data(edge_index=torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]]), global_id=torch.tensor([3, 8, 11, 20, 42]),
+                  num_nodes=5)
+    assert fedstruct_module.official_feature_rows(client).tolist() == [True, True, True, False, False]
+    lonely = Data(edge_index=torch.empty(2, 0, dtype=torch.long), global_id=torch.tensor([1, 2]), num_nodes=2)
+    assert fedstruct_module.official_feature_rows(lonely).tolist() == [False, False]
+
+
+@pytest.fixture(scope="module")
+def tailed_federation() -> NodeFederation:
+    """The SBM with nodes 54-59 (the largest global ids) isolated: every client then has nodes after its last
+    intra-edge end."""
+    data = graph()
+    keep = (data.edge_index < 54).all(0)
+    data.edge_index = data.edge_index[:, keep]
+    assignment = torch.as_tensor(np.random.default_rng(0).integers(0, K, N))
+    return NodeFederation("sbm", data, build_clients(data, assignment, keep_cross_edges=True), CLASSES, FEATURES,
+                          assignment)
+
+
+def test_official_self_loops_give_the_official_feature_branch(tailed_federation):
+    """feature_self_loops="official": each client's H_i is the official obtain_a's A_i^L times the MLP output (the
+    rows its self-loops miss are 0), and differs from Sec. 3's A_i^L, which loops every node."""
+    federation = tailed_federation
+    algorithm = ALGORITHMS.get("fedstruct")(config(nsf="deg", feature_self_loops="official"), federation, CPU)
+    _, clients = algorithm.build(Channel())
+    tails = 0
+    for client, data in zip(clients, federation.clients):
+        model = client.model.eval()
+        mlp = model.feature.mlp(data.x)
+        h = model.feature_forward(data.x, data.edge_index, client.feature_rows)
+        rows = fedstruct_module.official_feature_rows(data)
+        tails += int((~rows).sum())
+        assert torch.equal(h[~rows], torch.zeros_like(h[~rows]))
+        full = model.feature_forward(data.x, data.edge_index)
+        torch.testing.assert_close(h[rows], full[rows])
+        torch.testing.assert_close(h, official_obtain_a(data.edge_index, data.num_nodes, 2) @ mlp)
+    assert tails >= K  # every client has nodes after its last intra-edge end
+
+
+@pytest.mark.parametrize("make", [config, sgnn_config], ids=["abar", "server_sgnn"])
+def test_official_self_loops_fused_follows_the_clients_and_changes_the_run(tailed_federation, make):
+    federation = tailed_federation
+    runs = {sim: ALGORITHMS.get("fedstruct")(make(nsf="deg", feature_self_loops="official", simulation=sim),
+                                             federation, CPU).run() for sim in ("clients", "fused")}
+    for a, b in zip(runs["clients"].history, runs["fused"].history):
+        assert a["test_accuracy"] == pytest.approx(b["test_accuracy"])
+        assert a["test_loss"] == pytest.approx(b["test_loss"], abs=1e-5)
+    default = ALGORITHMS.get("fedstruct")(make(nsf="deg"), federation, CPU).run()
+    assert [r["test_loss"] for r in default.history] != [r["test_loss"] for r in runs["clients"].history]
+    with pytest.raises(ConfigError, match="algorithm_options.feature_self_loops"):
+        config(feature_self_loops="some")

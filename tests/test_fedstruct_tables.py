@@ -265,3 +265,35 @@ def test_reading_check_compares_both_readings_with_the_paper_on_the_checked_cell
     assert table["paper_mean"].tolist() == [82.90, 82.90]
 
 
+
+
+def test_self_loops_check_reruns_fedstructs_rows_on_cora_and_citeseer_with_the_ports_self_loops():
+    rows = ["fedstruct_deg", "fedstruct_h2v", "fedsgd"]
+    plan = ft.results_plan(["Cora", "CiteSeer", "Chameleon"], [5, 20], rows, [0], 3, [], ["central"], 1)
+    check = plan["checks"][ft.SELF_LOOPS.table]
+    fedstruct = {(c.dataset, c.num_clients, c.setting): c for c in plan["table2"]
+                 if c.algorithm == "fedstruct" and c.dataset != "Chameleon"}
+    assert sorted((c.dataset, c.num_clients, c.setting) for c in check) == sorted(fedstruct) and len(check) == 8
+    for c in check:
+        same = fedstruct[(c.dataset, c.num_clients, c.setting)]
+        assert c.algorithm_options == {**same.algorithm_options, "feature_self_loops": "official"}
+        assert c.replace(algorithm_options=same.algorithm_options, table="2") == same
+
+
+def test_reading_check_of_several_rows_gives_each_row_both_readings():
+    import pandas as pd
+
+    def rows(setting, table, values, num_clients):
+        return [{"paper": "fedstruct", "table": table, "dataset": "CiteSeer", "partition": "random",
+                 "num_clients": num_clients, "method": "fedstruct", "model": "decoupled_gcn", "setting": setting,
+                 "metric": "accuracy", "seed": seed, "value": value, "selected_round": 60,
+                 "config_id": f"{setting}-{table}-{num_clients}-{seed}"} for seed, value in enumerate(values)]
+
+    results = pd.DataFrame(rows("nsf=deg", "2", [66.0, 67.0], 20) + rows("nsf=deg", "2-self-loops", [62.0, 61.0], 20)
+                           + rows("nsf=h2v", "2", [66.5, 66.5], 20) + rows("nsf=h2v", "2-self-loops", [64.0, 65.0], 20)
+                           + rows("nsf=h2v", "2", [67.0], 5))
+    table = ft.reading_check(results, ft.SELF_LOOPS)
+    assert table[["row", "num_clients", "reading", "ours_mean"]].values.tolist() == [
+        ["FedStruct (Deg)", 20, "Table 2's row", 66.5], ["FedStruct (Deg)", 20, ft.SELF_LOOPS.reading, 61.5],
+        ["FedStruct (H2V)", 20, "Table 2's row", 66.5], ["FedStruct (H2V)", 20, ft.SELF_LOOPS.reading, 64.5]]
+    assert table["paper_mean"].tolist() == [62.34, 62.34, 64.33, 64.33]  # params/fedstruct/paper.yaml

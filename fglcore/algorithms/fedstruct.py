@@ -183,6 +183,20 @@ input_norm.*``, ``structure_norm.*``), kept out through the payloads'
   4's aggregated :math:`\nabla_{\theta_s}\mathcal L_i` does not. ``simulation="fused"`` computes the same
   trajectory in one pass (:class:`FusedLearner` with a :class:`~fglcore.models.structure_sage.ServerGraph`).
 
+**Self-loops of the feature branch** (option ``feature_self_loops``): ``"all"`` (default) is Sec. 3's
+:math:`\hat A_i = \tilde D_i^{-1}(A^{(i)} + I)`, a self-loop on every node, so a node with no intra-client edge
+keeps :math:`h_v = \mathrm{MLP}_{\theta_f}(x_v)`. ``"official"`` is what the official code computes
+(``obtain_a`` in ``src/utils/utils.py``, which ``GNNClassifier.set_DGCN_FPM`` uses): PyG's
+``add_self_loops(edge_index)`` without ``num_nodes`` adds loops only up to the largest local index that ends an
+intra-client edge, so every node after it (local order = ascending global id) has an empty row in
+:math:`\hat A_i^{L}`, :math:`h_v = 0`, and is predicted by its structure branch alone
+(:func:`official_feature_rows`; the model sets those rows of :math:`H_i` to 0, which is the same computation,
+since those nodes have no intra-client edge). Under a random partition they are a share that grows with the number
+of clients (CiteSeer: about 0.5 / 1.8 / 6.7 % at 5 / 10 / 20 clients), which is why the paper's FedStruct rows on
+CiteSeer and Cora fall with the number of clients while its GraphSAGE rows, which keep the node's own features, do
+not (``notebooks/fedstruct/3_results``, the reading check ``2-self-loops``). The official DGCN baselines of Table
+6 share the call; they are not emulated here.
+
 Loss (option ``loss``): cross-entropy on the logits (``"logits"``, the
 paper's Eq. 4) or on their softmax (``"double_softmax"``, the official
 code's quirk, digest §4.5 and item 5).
@@ -257,6 +271,7 @@ BRANCHES = ("both", "structure", "structure_inference")
 NORM_LAYERS = ("local", "averaged")
 H2V_FEDAVG = ("weights", "gradients")
 SGNN = ("decoupled_gcn", "sage")
+FEATURE_SELF_LOOPS = ("all", "official")
 Z_TRAIN, Z_ALL, GRAD_Z = "z_train", "z", "grad_z"  # App. H messages (option sgnn="sage")
 PRE_TRAINING = 0  # ledger round of the structural sharing that precedes training
 GRAD_S = "grad_S"
@@ -584,6 +599,20 @@ def cached_abar(data: Data, assignment: Tensor, clients: list[Data], hops: int, 
 # --------------------------------------------------------------------------- participants
 
 
+def official_feature_rows(client: Data) -> Tensor:
+    """The nodes of ``client`` whose feature branch the official code keeps (option ``feature_self_loops=
+    "official"``): those up to the largest global id that ends one of its intra-client edges; bool, one per node.
+
+    The official ``obtain_a`` adds self-loops with ``add_self_loops(edge_index)``, which without ``num_nodes``
+    stops at the largest index in ``edge_index``; its local indices follow the ascending global ids
+    (``create_subgraps``: ``node_ids`` sorted), so the nodes after that index are those with a larger global id.
+    A client with no intra-client edge keeps none."""
+    gid = client.global_id
+    if client.edge_index.numel() == 0:
+        return torch.zeros(gid.numel(), dtype=torch.bool)
+    return gid <= gid[client.edge_index.reshape(-1)].max()
+
+
 class FedStructServer(FedSGDServer):
     """Holds :math:`\\theta`: the FedSGD server (:mod:`fglcore.algorithms.fedsgd`: the clients' mean gradient,
     one Adam step) or, with ``training="fedavg"``, FedAvg's (the mean weights); never sees data. It also
@@ -616,8 +645,9 @@ class FedStructClient(Client):
     def __init__(self, cid: int, num_samples: int, model: FedStructModel, data: Data, abar: sp.csr_matrix,
                  s: Tensor, learnable_s: bool, config: ExperimentConfig, training: str, loss: str,
                  device: torch.device, averaged: Callable[[str], bool] | None = None,
-                 structure_inference: bool = False, s_gradients: bool = False):
+                 structure_inference: bool = False, s_gradients: bool = False, feature_rows: Tensor | None = None):
         super().__init__(cid, num_samples)
+        self.feature_rows = None if feature_rows is None else feature_rows.to(device)  # None: every node's
         self.s_gradients = s_gradients  # FedAvg: S stepped with the mean gradient (h2v_fedavg="gradients")
         self.model = model.to(device)
         self.training, self.loss_kind, self.epochs = training, loss, config.local_epochs
@@ -640,7 +670,8 @@ class FedStructClient(Client):
         self.optimizer = make_optimizer(params, config) if params else None
 
     def forward(self) -> Tensor:
-        return self.model(self.x, self.edge_index, self.s.index_select(0, self.columns), self.abar)
+        return self.model(self.x, self.edge_index, self.s.index_select(0, self.columns), self.abar,
+                          self.feature_rows)
 
     def _loss(self, out: Tensor) -> Tensor:
         logits = out[self.train_idx]
@@ -799,9 +830,10 @@ class StructureGNNClient(Client):
     :math:`\\nabla_{\\theta_f}\\mathcal L_i` and ``grad_z`` (option ``sgnn="sage"``)."""
 
     def __init__(self, cid: int, num_samples: float, model: torch.nn.Module, data: Data, loss: str,
-                 device: torch.device):
+                 device: torch.device, feature_rows: Tensor | None = None):
         super().__init__(cid, num_samples)
         self.model, self.loss_kind = model.to(device), loss
+        self.feature_rows = None if feature_rows is None else feature_rows.to(device)
         self.x, self.edge_index, self.y = data.x.to(device), data.edge_index.to(device), data.y.to(device)
         self.train_idx = data.train_mask.nonzero().view(-1).to(device)
         self.eval_idx = {s_: getattr(data, f"{s_}_mask").nonzero().view(-1).to(device) for s_ in ("val", "test")}
@@ -818,7 +850,8 @@ class StructureGNNClient(Client):
         self.model.zero_grad(set_to_none=True)
         z = self.z_train.detach().clone().requires_grad_(True)
         if self.train_idx.numel():
-            logits = self.model.combine(self.model.feature(self.x, self.edge_index)[self.train_idx], z)
+            h = self.model.feature_forward(self.x, self.edge_index, self.feature_rows)
+            logits = self.model.combine(h[self.train_idx], z)
             cross_entropy_loss(logits, self.y[self.train_idx], self.loss_kind).backward()
         update = gradient_payload(self.model)
         update[GRAD_Z] = (z.grad if z.grad is not None else torch.zeros_like(z)).detach()
@@ -827,7 +860,7 @@ class StructureGNNClient(Client):
     @torch.no_grad()
     def evaluate(self) -> dict[str, Prediction]:
         self.model.eval()
-        out = self.model.combine(self.model.feature(self.x, self.edge_index), self.z)
+        out = self.model.combine(self.model.feature_forward(self.x, self.edge_index, self.feature_rows), self.z)
         return {split: Prediction(out[idx], self.y[idx], self.minority[idx]) for split, idx in self.eval_idx.items()}
 
 
@@ -860,8 +893,9 @@ class FusedLearner:
     def __init__(self, model: FedStructModel, clients: list[Data], abar: list[sp.csr_matrix] | PowerRows | ServerGraph,
                  s: Tensor,
                  learnable_s: bool, weights: list[float], config: ExperimentConfig, loss: str, device: torch.device,
-                 structure_inference: bool = False):
+                 structure_inference: bool = False, feature_rows: list[Tensor] | None = None):
         self.model = model.to(device)
+        self.feature_rows = None if feature_rows is None else torch.cat(feature_rows).to(device)
         self.loss_kind, self.structure_inference = loss, structure_inference
         sizes = [int(c.num_nodes) for c in clients]
         offsets = np.cumsum([0, *sizes])
@@ -884,7 +918,7 @@ class FusedLearner:
         self._trained_round, self._logits = 0, None
 
     def forward(self) -> Tensor:
-        return self.model(self.x, self.edge_index, self.s, self.abar)
+        return self.model(self.x, self.edge_index, self.s, self.abar, self.feature_rows)
 
     def train_round(self, round: int) -> None:
         if round == self._trained_round:
@@ -979,17 +1013,17 @@ class FedStruct(Algorithm):
         "h2v_init_std": 0.05, "training": "fedsgd", "weighting": "nodes", "loss": "logits",
         "input_layer_norm": True, "norm_layers": "local", "branches": "both", "simulation": "clients",
         "h2v_fedavg": "weights", "sgnn": "decoupled_gcn", "sgnn_layers": [128, 64, 32],
-        "combiner": "sum",
+        "combiner": "sum", "feature_self_loops": "all",
     }
     option_choices = {"nsf": NSF, "pruning": PRUNING, "abar_protocol": ("clients", "server"),
                       "training": ("fedsgd", "fedavg"), "weighting": WEIGHTINGS,
                       "loss": ("logits", "double_softmax"), "norm_layers": NORM_LAYERS, "branches": BRANCHES,
                       "simulation": ("clients", "fused"), "h2v_fedavg": H2V_FEDAVG, "sgnn": SGNN,
-                      "combiner": COMBINERS}
+                      "combiner": COMBINERS, "feature_self_loops": FEATURE_SELF_LOOPS}
     option_bounds = {"structure_hops": POSITIVE, "feature_hops": NON_NEGATIVE, "prune_p": POSITIVE,
                      "structure_dim": POSITIVE, "h2v_init_std": Bounds(above=0)}
     citation = "Aliakbari, Östman and Graell i Amat, Decoupled Subgraph Federated Learning, ICLR 2025"
-    late_options = ("sgnn", "sgnn_layers", "combiner")
+    late_options = ("sgnn", "sgnn_layers", "combiner", "feature_self_loops")
 
     @classmethod
     def check_config(cls, config: ExperimentConfig) -> None:
@@ -1067,12 +1101,13 @@ class FedStruct(Algorithm):
                                combiner=o["combiner"])
         weights = [client_weight(d, o["weighting"]) for d in clients]
         structure_inference = o["branches"] == "structure_inference"
+        rows = self.feature_rows()
         if o["simulation"] == "fused":
             if propagated:  # Eq. 8 as L_s products with A-hat: the same numbers, far fewer operations (PowerRows)
                 abar = PowerRows(normalized_adjacency(self.federation.data.edge_index, self.num_nodes),
                                  o["structure_hops"], torch.cat([d.global_id for d in clients]), self.device)
             learner = FusedLearner(model, clients, abar, structure[0], o["nsf"] == "h2v", weights, c, o["loss"],
-                                   self.device, structure_inference)
+                                   self.device, structure_inference, rows)
             return None, [CentralView(k, w, learner) for k, w in enumerate(weights)]
         averaged = self.averaged_parameter_predicate(model)
         s_gradients = o["training"] == "fedavg" and o["nsf"] == "h2v" and o["h2v_fedavg"] == "gradients"
@@ -1082,7 +1117,8 @@ class FedStruct(Algorithm):
             weight = weights[k]
             participants.append(FedStructClient(k, weight, copy.deepcopy(model), data, abar[k], structure[k],
                                                 o["nsf"] == "h2v", c, o["training"], o["loss"], self.device,
-                                                averaged, structure_inference, s_gradients))
+                                                averaged, structure_inference, s_gradients,
+                                                None if rows is None else rows[k]))
         return server, participants
 
     def build_server_sgnn(self, channel: Channel) -> tuple[Server | None, list[Client]]:
@@ -1107,17 +1143,26 @@ class FedStruct(Algorithm):
                                  PRE_TRAINING) for k, data in enumerate(clients)]
         if o["simulation"] == "fused":
             graph = ServerGraph(edge_index, torch.cat([got["node_ids"] for got in received]).to(self.device))
-            learner = FusedLearner(model, clients, graph, s, learnable, weights, c, o["loss"], self.device)
+            learner = FusedLearner(model, clients, graph, s, learnable, weights, c, o["loss"], self.device,
+                                   feature_rows=self.feature_rows())
             return None, [CentralView(k, w, learner) for k, w in enumerate(weights)]
         server = StructureGNNServer(copy.deepcopy(model), s, learnable, edge_index, c, self.device)
+        rows = self.feature_rows()
         client_side = copy.deepcopy(model)
         client_side.structure = None  # theta_s stays at the server; the client holds theta_f (and Theta_c)
         participants = []
         for k, (data, got) in enumerate(zip(clients, received)):
             server.register(k, got["node_ids"], got["train_node_ids"])
             participants.append(StructureGNNClient(k, weights[k], copy.deepcopy(client_side), data, o["loss"],
-                                                   self.device))
+                                                   self.device, None if rows is None else rows[k]))
         return server, participants
+
+    def feature_rows(self) -> list[Tensor] | None:
+        """Per client, the nodes whose feature branch is kept: ``None`` (every node's) with
+        ``feature_self_loops="all"``, :func:`official_feature_rows` with ``"official"``."""
+        if self.options["feature_self_loops"] == "all":
+            return None
+        return [official_feature_rows(data) for data in self.clients_data]
 
     def server_structure_features(self) -> Tensor:
         """App. H: :math:`S` (:math:`n \\times d_s`) computed by the server, which knows the global graph: every

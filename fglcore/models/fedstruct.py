@@ -80,7 +80,8 @@ class FedStructModel(nn.Module):
 
     Shapes:
         - **input:** node features :math:`(n_i, d)`, local edge indices :math:`(2, |\mathcal{E}_i|)`,
-          structure features :math:`(m, d_s)`, sparse :math:`\bar A^{[i]}` :math:`(n_i, m)`
+          structure features :math:`(m, d_s)`, sparse :math:`\bar A^{[i]}` :math:`(n_i, m)`, optionally
+          ``feature_rows`` :math:`(n_i,)` bool
         - **output:** logits :math:`(n_i, c)`
     """
 
@@ -146,9 +147,17 @@ class FedStructModel(nn.Module):
         embedding = self.structure_embedding(s)
         return torch.sparse.mm(abar, embedding) if isinstance(abar, Tensor) else abar(embedding)
 
+    def feature_forward(self, x: Tensor, edge_index: Tensor, rows: Tensor | None = None) -> Tensor:
+        r""":math:`H_i = \hat A_i^{L}\,\mathrm{MLP}_{\theta_f}(X_i)` (Eq. 7), the node feature embeddings, class
+        logits. ``rows`` (bool, one per node; ``None``: all) keeps the rows of those nodes and sets the others to 0:
+        the official code's feature branch, whose :math:`\hat A_i` has an empty row for each node its self-loops
+        miss (:func:`fglcore.algorithms.fedstruct.official_feature_rows`)."""
+        h = self.feature(x, edge_index)
+        return h if rows is None else h.masked_fill(~rows.unsqueeze(-1), 0.0)
+
     def forward(self, x: Tensor, edge_index: Tensor, s: Tensor,
-                abar: Tensor | Callable[[Tensor], Tensor] | ServerGraph) -> Tensor:
+                abar: Tensor | Callable[[Tensor], Tensor] | ServerGraph, feature_rows: Tensor | None = None) -> Tensor:
         if self.feature is None:
             return self.structure_forward(s, abar)
-        h = self.feature(x, edge_index)  # before the structure branch: the dropout masks' draw order
+        h = self.feature_forward(x, edge_index, feature_rows)  # before the structure branch: the dropout draw order
         return self.combine(h, self.structure_forward(s, abar))
