@@ -297,3 +297,16 @@ def test_reading_check_of_several_rows_gives_each_row_both_readings():
         ["FedStruct (Deg)", 20, "Table 2's row", 66.5], ["FedStruct (Deg)", 20, ft.SELF_LOOPS.reading, 61.5],
         ["FedStruct (H2V)", 20, "Table 2's row", 66.5], ["FedStruct (H2V)", 20, ft.SELF_LOOPS.reading, 64.5]]
     assert table["paper_mean"].tolist() == [62.34, 62.34, 64.33, 64.33]  # params/fedstruct/paper.yaml
+
+
+def test_change_with_clients_is_the_drop_from_the_fewest_to_the_most_clients():
+    import pandas as pd
+
+    check = pd.DataFrame({"row": ["Deg"] * 4, "dataset": ["CiteSeer"] * 4, "num_clients": [5, 20, 5, 20],
+                          "reading": ["a", "a", "b", "b"], "paper_mean": [65.0, 62.0, 65.0, 62.0],
+                          "ours_mean": [66.0, 65.0, 66.5, 62.5]})
+    table = ft.change_with_clients(check)
+    assert table.columns.tolist() == ["row", "dataset", "reading", "ours K=20 - K=5", "paper K=20 - K=5",
+                                      "ours - paper"]
+    assert table[["reading", "ours K=20 - K=5", "paper K=20 - K=5", "ours - paper"]].values.tolist() == [
+        ["a", -1.0, -3.0, 2.0], ["b", -4.0, -3.0, -1.0]]
