@@ -299,6 +299,10 @@ follow; Cora and CiteSeer are the datasets where it matters (PubMed about 1.3 % 
 10 and 20) match with it, and the mean distance of the 12 CiteSeer FedStruct cells to the paper falls from 1.94 to
 0.88 points (Cora: 0.66 and 0.78, both readings matching)."""
 
+READING_CHECKS = (FEDPUB_ROUNDS, FEDGCN_FEATURES, SELF_LOOPS)
+"""The checks :func:`results_plan` runs when their row is among the methods."""
+
+
 def feature_rows_dropped(datasets: Iterable[str], num_clients: Iterable[int], seeds: Iterable[int]) -> pd.DataFrame:
     """The share of nodes (%) whose feature embedding the official port's self-loops drop
     (:func:`fglcore.algorithms.fedstruct.official_feature_rows`) in Table 2's random partitions, mean over ``seeds``
@@ -318,10 +322,6 @@ def feature_rows_dropped(datasets: Iterable[str], num_clients: Iterable[int], se
     frame = pd.DataFrame(rows, columns=["dataset", "clients", "dropped"])
     return (frame.pivot_table(index="dataset", columns="clients", values="dropped", aggfunc="mean", sort=False)
             .round(2).add_prefix("K=").rename_axis(columns=None))
-
-
-READING_CHECKS = (FEDPUB_ROUNDS, FEDGCN_FEATURES, SELF_LOOPS)
-"""The checks :func:`results_plan` runs when their row is among the methods."""
 
 
 # ----------------------------------------------------------------------------- settings
@@ -642,22 +642,22 @@ def reading_check(results: pd.DataFrame, check: ReadingCheck) -> pd.DataFrame:
     (:func:`fglcore.compare.compare`): each row and the same runs under ``check``'s reading (``table``
     ``check.table``). One line per row, cell and reading, on the cells (dataset, number of clients) the check ran on."""
     parts = []
-    for row_id in check.rows:
+    for row_id in check.rows:  # in the check's order, each row's cells sorted
         row = ROWS[row_id]
         runs = results[(results["method"] == row.algorithm) & (results["setting"] == row.setting)]
         checked = runs.loc[runs["table"] == check.table, ["dataset", "num_clients"]].drop_duplicates()
         runs = runs.merge(checked, on=["dataset", "num_clients"])
+        readings = []
         for table, reading in (("2", "Table 2's row"), (check.table, check.reading)):
             cells = compare(runs[runs["table"] == table].assign(table="2"), PAPER, table="2")
             cells = cells[(cells["method"] == row.algorithm) & (cells["setting"].fillna("") == row.setting)
                           & (cells["status"] != "missing")]
-            parts.append(cells.assign(row=row_label(row.algorithm, row.setting), reading=reading))
+            readings.append(cells.assign(reading=reading))
+        parts.append(pd.concat(readings).sort_values(["dataset", "num_clients", "reading"])
+                     .assign(row=row_label(row.algorithm, row.setting)))
     columns = ["row", "dataset", "num_clients", "reading", "paper_mean", "ours_mean", "ours_std", "n_seeds", "delta",
                "status"]
-    order = {row_label(ROWS[r].algorithm, ROWS[r].setting): i for i, r in enumerate(check.rows)}
-    frame = pd.concat(parts)[columns]
-    return (frame.assign(_order=frame["row"].map(order)).sort_values(["_order", "dataset", "num_clients", "reading"])
-            .drop(columns="_order").reset_index(drop=True))
+    return pd.concat(parts)[columns].reset_index(drop=True)
 
 
 def change_with_clients(check: pd.DataFrame) -> pd.DataFrame:
