@@ -193,3 +193,56 @@ def test_synthetic_graph_operators_give_the_edge_index_numbers_bit_for_bit(name,
     for a, b in zip(plain_algorithm.clients, fast_algorithm.clients):
         sa, sb = a.model.state_dict(), b.model.state_dict()
         assert all(torch.equal(v, sb[k]) for k, v in sa.items())
+
+
+class Interrupt(Exception):
+    pass
+
+
+def states_equal(a, b) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(v, b[k]) for k, v in a.items())
+
+
+@pytest.mark.parametrize("name", ["dense", "coboost"])
+def test_a_run_interrupted_between_two_architectures_resumes_to_the_uninterrupted_numbers(name, tmp_path,
+                                                                                           monkeypatch):
+    """With a checkpoint, each architecture's student is saved before the next is distilled; an interrupted run
+    resumes after the last saved one (which it does not distil again) and ends with the straight run's numbers,
+    whatever random state the process holds."""
+    from fglcore.fl.checkpoint import RoundCheckpoint
+
+    options = {"local_epochs_grid": [2, 5], "epochs_selection": "teachers"}
+    straight_algorithm = ALGORITHMS.get(name)(config(name, **options), federation(), "cpu")
+    straight = straight_algorithm.run()
+    server_class = type(straight_algorithm.server)
+    original, distilled = server_class.distill, []
+
+    def distill_then_stop_at_the_second_architecture(self, *args, **kwargs):
+        distilled.append(1)
+        if len(distilled) == 2:
+            raise Interrupt  # as a kill while the second student is distilled
+        return original(self, *args, **kwargs)
+
+    checkpoint = RoundCheckpoint(tmp_path / "run.pt")
+    monkeypatch.setattr(server_class, "distill", distill_then_stop_at_the_second_architecture)
+    with pytest.raises(Interrupt):
+        ALGORITHMS.get(name)(config(name, **options), federation(), "cpu").run(checkpoint=checkpoint)
+    assert checkpoint.path.exists()
+
+    distilled.clear()
+    monkeypatch.setattr(server_class, "distill", lambda self, *a, **k: (distilled.append(1), original(self, *a, **k)))
+    torch.manual_seed(12345)  # the saved random states must replace whatever the process holds
+    algorithm = ALGORITHMS.get(name)(config(name, **options), federation(), "cpu")
+    resumed = algorithm.run(checkpoint=RoundCheckpoint(checkpoint.path))
+    assert len(distilled) == 1  # only the second architecture is distilled again
+    assert resumed.metrics == straight.metrics and resumed.per_client == straight.per_client
+    assert repr(resumed.extras) == repr(straight.extras)
+    assert all(states_equal(a, b) for a, b in zip(algorithm.server.students, straight_algorithm.server.students))
+    assert resumed.ledger.total_bytes() == straight.ledger.total_bytes()
+
+    # a saved distillation of other uploads (here another seed's teachers) is not resumed
+    distilled.clear()
+    other = ALGORITHMS.get(name)(config(name, seed=1, **options), federation(), "cpu").run(
+        checkpoint=RoundCheckpoint(checkpoint.path))
+    assert len(distilled) == 2
+    assert other.metrics == ALGORITHMS.get(name)(config(name, seed=1, **options), federation(), "cpu").run().metrics

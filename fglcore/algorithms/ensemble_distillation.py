@@ -92,6 +92,7 @@ model (``benchmarks/full_projection.py``; ``projection_opfgl.csv``).
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
@@ -105,6 +106,7 @@ from fglcore.algorithms.fedavg_ft import FedAvgFT, FineTuneClient, OneShotServer
 from fglcore.checks import POSITIVE, Bounds
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.fl.channel import Channel
+from fglcore.fl.checkpoint import RoundCheckpoint, rng_state, set_rng_state
 from fglcore.fl.engine import Client, Payload, RunResult, TrainingDiverged, evaluate_clients
 from fglcore.fl.parameters import weighted_mean
 from fglcore.models import MODELS, build_client_model
@@ -134,6 +136,18 @@ def knn_graph(x: Tensor, k: int = 5) -> Tensor:
         adj |= adj.t().clone()
         adj.fill_diagonal_(True)
         return adj.nonzero().t().contiguous()
+
+
+def uploads_fingerprint(updates: Mapping[int, Payload]) -> str:
+    """A sha256 (hex) of every client's upload (names, dtypes, shapes and bytes, in client order): equal for the
+    same teachers, so a saved distillation is resumed only for the uploads it was distilled from."""
+    digest = hashlib.sha256()
+    for cid in sorted(updates):
+        for name, value in sorted(updates[cid].items()):
+            tensor = value.detach().cpu().contiguous()
+            digest.update(f"{cid};{name};{tensor.dtype};{tuple(tensor.shape)};".encode())
+            digest.update(memoryview(tensor.reshape(-1).view(torch.uint8).numpy()))
+    return digest.hexdigest()
 
 
 def kd_divergence(student_logits: Tensor, teacher_logits: Tensor, temperature: float,
@@ -290,21 +304,42 @@ class DistillationServer(OneShotServer):
         self.num_classes = num_classes
         self.students: list[dict[str, Tensor]] = []
         self.report: dict[str, Any] = {}
+        self.progress: RoundCheckpoint | None = None  # where aggregate() saves the students distilled so far
 
     def aggregate(self, updates: Mapping[int, Payload], weights: Mapping[int, float], round: int) -> None:
         """One distillation per architecture, in the order of :attr:`groups`, each with a fresh generator and
-        every client's model as teacher; a model list's report lists them under ``"students"``."""
+        every client's model as teacher; a model list's report lists them under ``"students"``.
+
+        With :attr:`progress` set, the students distilled so far are saved after each architecture but the
+        last, and a run interrupted between two saves resumes after the last one saved
+        (:meth:`resume_students`): the same numbers as a run that was not interrupted."""
         teachers = self.teachers_from(updates)
-        self.students, reports = [], []
-        for label, members in self.groups:
+        key = uploads_fingerprint(updates)
+        self.students, reports = self.resume_students(key)
+        for label, members in self.groups[len(self.students):]:
             student = self.initial_student(updates, weights, members)
             generator = NodeFeatureGenerator(self.options["noise_dim"], self.num_classes, self.num_features)
             self.distill(teachers, student, generator.to(next(student.parameters()).device))
             self.students.append({k: v.detach().clone() for k, v in student.state_dict().items()})
             reports.append({"architecture": label, "clients": list(members), **self.report})
+            if self.progress is not None and len(self.students) < len(self.groups):
+                self.progress.save({"distillation": {"uploads": key, "students": self.students, "reports": reports}})
         self.parameters = self.students[0]
         if len(self.groups) > 1:
             self.report = {"students": reports}
+
+    def resume_students(self, key: str) -> tuple[list[dict[str, Tensor]], list[dict[str, Any]]]:
+        """The students and reports that :attr:`progress` saved for the uploads fingerprinted ``key``, with the
+        random states of that moment restored; none (and the random states untouched) when nothing was saved
+        for these uploads (another ``E`` of the grid, other code, no file)."""
+        if self.progress is None:
+            return [], []
+        before = rng_state()
+        saved = (self.progress.load() or {}).get("distillation")  # load() restores the saved random states
+        if saved is None or saved.get("uploads") != key:
+            set_rng_state(before)
+            return [], []
+        return list(saved["students"]), list(saved["reports"])
 
     def payload_for(self, client: Client, round: int) -> Payload | None:
         """Nothing before the upload; then the student of the client's own architecture."""
@@ -436,6 +471,7 @@ class EnsembleDistillation(FedAvgFT):
     """The shared one-shot protocol of :mod:`fglcore.algorithms.ensemble_distillation`; not registered."""
 
     server_class: ClassVar[type[DistillationServer]] = DistillationServer
+    distillation_progress: RoundCheckpoint | None = None  # set by run(); the servers it builds save to it
     secure_aggregation_unsupported = ("the server distils the ensemble of the individual client models, so it "
                                       "must see each one")
     default_options: ClassVar[dict[str, Any]] = {
@@ -480,6 +516,7 @@ class EnsembleDistillation(FedAvgFT):
             initials = [initial] * len(models)
         server = self.server_class(initials, self.server_model, self.architecture_groups(), self.options,
                                    int(self.federation.num_features), int(self.federation.num_classes))
+        server.progress = self.distillation_progress
         clients = [self.make_client(cid, self.make_trainer(model, cid), [n for n, _ in model.named_parameters()])
                    for cid, model in enumerate(models)]
         return server, clients
@@ -492,12 +529,21 @@ class EnsembleDistillation(FedAvgFT):
         result.extras["distillation"] = dict(self.server.report)
         return result
 
-    def run(self, channel: Channel | None = None, *, callbacks: Sequence = (), checkpoint: Any = None) -> RunResult:
+    def run(self, channel: Channel | None = None, *, callbacks: Sequence = (),
+            checkpoint: RoundCheckpoint | None = None) -> RunResult:
         """The one-shot protocol; with ``epochs_selection="teachers"`` the ``E`` of the grid whose local models
-        validate best (:meth:`teacher_validation`; ties go to the smaller ``E``), then one run with it."""
+        validate best (:meth:`teacher_validation`; ties go to the smaller ``E``), then one run with it.
+
+        ``checkpoint`` keeps the server's progress through the distillations, one student per architecture
+        (:meth:`DistillationServer.aggregate`): with a model list a run takes hours (O-pFGL's CiteSeer
+        Co-Boost, nine architectures, about four CPU hours), longer than a machine may be held, and an
+        interrupted run then loses at most one architecture's distillation. One distillation's progress is
+        kept, the latest: under ``epochs_selection="final"`` a run interrupted at one ``E`` of the grid
+        recomputes it. The round loop has one round, so it has no checkpoint of its own to keep."""
+        self.distillation_progress = checkpoint
         grid = self.options["local_epochs_grid"]
         if self.options["epochs_selection"] == "final" or len(grid) == 1:
-            return super().run(channel, callbacks=callbacks, checkpoint=checkpoint)
+            return super().run(channel, callbacks=callbacks)
         teachers = [{"local_epochs": e, "teacher_val_accuracy": self.teacher_validation(e)} for e in grid]
         best = max(teachers, key=lambda row: (-math.inf if math.isnan(row["teacher_val_accuracy"])
                                               else row["teacher_val_accuracy"], -row["local_epochs"]))
