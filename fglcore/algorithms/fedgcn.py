@@ -51,7 +51,10 @@ Alg. 1): ``config.local_epochs`` local Adam steps, then the mean of the
 weights weighted by training nodes (FedStruct's tables: one local step per
 round, digest item 24; the FedGCN paper: 3 local SGD steps). FedStruct's
 tables train GraphSAGE (``config.model = "sage"``); the FedGCN paper a GCN.
-Every option and behaviour of FedAvg applies (``share``, ``reset_optimizer``).
+Every option and behaviour of FedAvg applies (``share``, ``norm_layers``,
+``reset_optimizer``), and ``config.model_options`` reach the model: FedStruct's
+tables give FedGCN's GraphSAGE the input LayerNorm of their other GraphSAGE
+baselines, kept out of the averaging (:mod:`fglcore.papers.fedstruct.tables`).
 
 Registered as ``fedgcn_1hop`` and ``fedgcn_2hop`` (the ids of FedStruct's
 tables), one class each with the number of hops fixed.
@@ -68,7 +71,7 @@ from torch_geometric.data import Data
 from torch_geometric.utils import k_hop_subgraph
 
 from fglcore.algorithms.base import Trainer, register_algorithm
-from fglcore.algorithms.fedavg import SHARE_MODES, FedAvg
+from fglcore.algorithms.fedavg import NORM_LAYER_MODES, SHARE_MODES, FedAvg
 from fglcore.algorithms.fedstruct import own_rows
 from fglcore.algorithms.training import NodeTrainer
 from fglcore.fl.channel import Channel
@@ -197,8 +200,10 @@ class FedGCN(FedAvg):
     hops: ClassVar[int]
     tasks = ("node",)
     needs_cross_edges = True
-    default_options: dict[str, Any] = {"exchange": "sums", "share": "auto", "reset_optimizer": False}
-    option_choices = {"exchange": EXCHANGES, "share": SHARE_MODES}
+    default_options: dict[str, Any] = {"exchange": "sums", "share": "auto", "norm_layers": "averaged",
+                                       "reset_optimizer": False}
+    option_choices = {"exchange": EXCHANGES, "share": SHARE_MODES, "norm_layers": NORM_LAYER_MODES}
+    late_options = ("norm_layers",)  # added after runs were stored
     citation = ("Yao et al., FedGCN: Convergence-Communication Tradeoffs in Federated Training of Graph "
                 "Convolutional Networks, NeurIPS 2023 (not private: clients receive aggregated neighbour features)")
 
@@ -221,6 +226,7 @@ class FedGCN1Hop(FedGCN):
     """FedGCN with one-hop communication (FedStruct Table 6 "FedGCN-1hop"); not private."""
 
     name = "fedgcn_1hop"
+    honours_model_options = True  # declared by each registered class (Algorithm.uses_model_options)
     hops = 1
 
 
@@ -229,4 +235,5 @@ class FedGCN2Hop(FedGCN):
     """FedGCN with two-hop communication (FedStruct Tables 2 and 6 "FedGCN-2hop"); not private."""
 
     name = "fedgcn_2hop"
+    honours_model_options = True  # declared by each registered class (Algorithm.uses_model_options)
     hops = 2

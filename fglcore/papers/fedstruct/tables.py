@@ -106,7 +106,8 @@ class Row:
 FEDAVG_OPTIONS: dict[str, Any] = {"norm_layers": "local"}
 """The FedAvg rows' options: FedStruct's official FedAvg ("WA") neither broadcasts nor averages normalisation
 layers (its models' ``state_dict`` skip them; digest §4.5, ``paper.yaml`` settings.protocol.input_layer_norm).
-Every FedAvg row has one: the DGCN's input LayerNorm, and the GraphSAGE and MLP baselines' (:data:`INPUT_NORM_ALGORITHMS`)."""
+Every FedAvg row has one: the DGCN's input LayerNorm, and the GraphSAGE and MLP baselines' (:data:`INPUT_NORM_ALGORITHMS`);
+FedGCN's rows train with FedAvg and have these options too."""
 
 FEDSAGE_PLUS_OPTIONS: dict[str, Any] = {"federation": "fedsgd", "weighting": "nodes", "local_generator_epochs": 0,
                                         "generator_lr": 0.002, "federated_parameters": "all", "count_rounding": "round"}
@@ -123,14 +124,17 @@ FEDSAGE_PLUS_EPOCHS: dict[str, int] = {"Cora": 40, "CiteSeer": 30, "PubMed": 30,
 """``fedsage.neighgen_epochs`` of the port's config per dataset (commits e97e8e86 and 20af9a11): FedSage+'s
 ``federated_generator_epochs``."""
 
-INPUT_NORM_ALGORITHMS = ("central", "local", "fedsgd", "fedavg", "fedsage_plus")
+INPUT_NORM_ALGORITHMS = ("central", "local", "fedsgd", "fedavg", "fedsage_plus", "fedgcn_1hop", "fedgcn_2hop")
 """Algorithms whose GraphSAGE and MLP baselines start, as the official ones, with a LayerNorm on the input features
 (digest §4.5: "Input LayerNorm on every MLP/GNN"; ``paper.yaml`` settings.protocol.input_layer_norm): model option
 ``input_layer_norm=True``. It matters most under FedAvg with one local Adam step per round: on Cora (10 clients,
 seed 0, 40 rounds) FedAvg GNN reaches 39.7 % without it and 61.6 % with it (paper 64.64), FedAvg MLP 41.8 % and
 63.2 % (paper 65.78); without it a sparse bag-of-words feature moves only on the clients whose nodes use it, so the
-averaged step shrinks by about the share of such clients. FedGCN (its own port in the official code) and FedPub
-(its own masked GCN) keep their models."""
+averaged step shrinks by about the share of such clients. FedGCN trains with the same FedAvg, and its rows take the
+LayerNorm too (since 2026-11-28; the port's later FedGCN server is its FedAvg GNN client, the stored versions that
+run their own GCN with SGD cannot have made Table 6): on Cora, seed 0, 40 rounds, without it FedGCN-1hop (random)
+reached 60.1 % and FedGCN-2hop (Louvain) 71.8 %, with it 81.6 % and 85.0 % (paper 82.91, 81.88). FedPub (its own
+masked GCN) keeps its model."""
 
 ROWS: dict[str, Row] = {
     # in Table 6's order (Table 2's rows are a subsequence of it); the DGCN rows are FedStruct's feature
@@ -148,8 +152,8 @@ ROWS: dict[str, Row] = {
     "fedsgd_mlp": Row("FedSGD MLP", "fedsgd", "mlp"),
     "fedsage_plus": Row("FedSage+", "fedsage_plus", "sage", FEDSAGE_PLUS_OPTIONS),
     "fedpub": Row("FedPub", "fedpub", None),
-    "fedgcn_1hop": Row("FedGCN-1hop (†)", "fedgcn_1hop", "sage", note="not private"),
-    "fedgcn_2hop": Row("FedGCN-2hop (†)", "fedgcn_2hop", "sage", note="not private"),
+    "fedgcn_1hop": Row("FedGCN-1hop (†)", "fedgcn_1hop", "sage", FEDAVG_OPTIONS, note="not private"),
+    "fedgcn_2hop": Row("FedGCN-2hop (†)", "fedgcn_2hop", "sage", FEDAVG_OPTIONS, note="not private"),
     "fedstruct_deg": Row("FedStruct (Deg)", "fedstruct", "decoupled_gcn", {"nsf": "deg"}, "nsf=deg"),
     "fedstruct_fedstar": Row("FedStruct (Fed⋆)", "fedstruct", "decoupled_gcn", {"nsf": "fedstar"}, "nsf=fedstar"),
     "fedstruct_h2v": Row("FedStruct (H2V)", "fedstruct", "decoupled_gcn", {"nsf": "h2v"}, "nsf=h2v"),
