@@ -152,9 +152,9 @@ def test_model_options_reach_the_model_and_local_norm_layers_are_not_sent(federa
     """FedStruct's rows give FedGCN's GraphSAGE the input LayerNorm of its other baselines, kept out of the
     averaging (norm_layers="local"), as its FedAvg rows; the default averages every shared parameter."""
     cfg = config(algorithm, model_options={"input_layer_norm": True}, algorithm_options={"norm_layers": "local"})
-    result = ALGORITHMS.get(algorithm)(cfg, federation, CPU).run()
-    names = set(result.ledger.names())
-    assert any("norm" in n for n in ALGORITHMS.get(algorithm)(cfg, federation, CPU).init_models()[0].state_dict())
+    run = ALGORITHMS.get(algorithm)(cfg, federation, CPU)
+    names = set(run.run().ledger.names())
+    assert any("norm" in n for n in run.clients[0].model.state_dict())
     assert names and not any("norm" in n for n in names if not n.startswith("fedgcn_"))
     averaged = ALGORITHMS.get(algorithm)(config(algorithm, model_options={"input_layer_norm": True}), federation,
                                          CPU).run()
