@@ -96,7 +96,7 @@ def test_model_options_are_validated_before_any_work(options, match):
 @pytest.mark.parametrize("algorithm", ["fedprox", "fedpub", "fedstruct"])
 def test_algorithms_that_do_not_pass_model_options_refuse_them(algorithm):
     with pytest.raises(ConfigError, match=rf"model_options: {algorithm} does not pass model_options.*"
-                                          r"central, fedavg, fedsage, fedsage_plus, fedsgd, local"):
+                                          r"central, fedavg, fedgcn_1hop, fedgcn_2hop, fedsage, fedsage_plus, fedsgd, local"):
         cfg(algorithm=algorithm, model_options={"K": 2})
 
 
@@ -135,11 +135,12 @@ def test_dgcn_rows_train_under_every_algorithm():
 
 def test_gnn_and_mlp_baselines_start_with_the_official_input_layer_norm():
     with_norm = ["central", "central_union", "local", "fedsgd", "fedavg", "fedsage_plus", "central_mlp", "local_mlp",
-                 "fedsgd_mlp", "fedavg_mlp"]
+                 "fedsgd_mlp", "fedavg_mlp", "fedgcn_1hop", "fedgcn_2hop"]
     for row in with_norm:
         assert ft.row_fields(row, "Cora")["model_options"] == {"input_layer_norm": True}, row
-    for row in ["fedgcn_1hop", "fedgcn_2hop", "fedpub"]:  # their own ports and models
-        assert "model_options" not in ft.row_fields(row, "Cora"), row
+    for row in ["fedavg", "fedgcn_1hop", "fedgcn_2hop"]:  # FedAvg-trained: the LayerNorm stays on the client
+        assert ft.row_fields(row, "Cora")["algorithm_options"]["norm_layers"] == "local", row
+    assert "model_options" not in ft.row_fields("fedpub", "Cora")  # its own port and model
     # the official table prints FedSage+'s "GA" run: FedSGD on the mended graphs, as the FedSGD row, after the
     # port's NeighGen (federated from the start, every parameter, lr 0.002, rounded counts, 40 epochs on Cora)
     cora, photo = (ft.row_fields("fedsage_plus", d)["algorithm_options"] for d in ("Cora", "Photo"))

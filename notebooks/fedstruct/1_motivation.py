@@ -134,6 +134,6 @@ print(compare.side_by_side(ft.labelled(comparison), rows="row", columns="dataset
 # NBVAL_CHECK_OUTPUT
 acc = results[results.metric == "accuracy"].assign(
     row=lambda f: [ft.row_label(m, s) for m, s in zip(f["method"], f["setting"])])
-means = acc.groupby(["dataset", "row"], sort=False)["value"].mean().unstack("dataset")
+means = acc.groupby(["dataset", "row"])["value"].mean().unstack("dataset")
 gap = (means.loc[ft.ROWS["central"].label] - means).round(2)
-print(gap.loc[[r for r in means.index]].to_string())
+print(gap.loc[ft.row_order(means.index)].to_string())

@@ -553,7 +553,9 @@ def row_label(method: str, setting: str, model: str | None = None) -> str:
     return f"{method} {model} [{setting}]" if setting else f"{method} {model or ''}".strip()
 
 
-def _row_order(labels: Iterable[str]) -> list[str]:
+def row_order(labels: Iterable[str]) -> list[str]:
+    """The distinct ``labels`` in the paper's row order (``ROWS``), unknown labels last: tables then read the same
+    whatever order the runs were stored in."""
     order = {ROWS[r].label: i for i, r in enumerate(ROWS)}
     return sorted(dict.fromkeys(labels), key=lambda label: order.get(label, len(order)))
 
@@ -577,7 +579,7 @@ def layout(results: pd.DataFrame, table: str = "2", column: str = "num_clients")
             rows.append({"row": c["row"], "dataset": c["dataset"], name: v, "cell": c["cell"]})
     out = pd.DataFrame(rows).pivot_table(index="row", columns=["dataset", name], values="cell",
                                          aggfunc="first", sort=False)
-    return out.loc[_row_order(out.index)].fillna("—")
+    return out.loc[row_order(out.index)].fillna("—")
 
 
 def token_value(setting: str, key: str) -> int | float | None:
@@ -602,7 +604,7 @@ def curve_table(results: pd.DataFrame, table: str, token: str) -> pd.DataFrame:
                                                                           cells["model"])],
                         token: [token_value(s, token) for s in cells["setting"]],
                         "mean": cells["mean"].round(2), "std": cells["std"].round(2), "runs": cells["n_seeds"]})
-    order = {label: i for i, label in enumerate(_row_order(out["row"]))}
+    order = {label: i for i, label in enumerate(row_order(out["row"]))}
     return out.sort_values(["row", token], key=lambda c: c.map(order) if c.name == "row" else c,
                            ignore_index=True)[columns]
 
@@ -624,7 +626,7 @@ def paper_table(table: str = "2", datasets: Sequence[str] | None = None, column:
             rows.append({"row": label, "dataset": e["dataset"], name: v, "cell": cell})
     out = pd.DataFrame(rows).pivot_table(index="row", columns=["dataset", name], values="cell",
                                          aggfunc="first", sort=False)
-    return out.loc[_row_order(out.index)]
+    return out.loc[row_order(out.index)]
 
 
 def labelled(comparison: pd.DataFrame, column: str = "num_clients") -> pd.DataFrame:
