@@ -20,13 +20,14 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import uuid
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import torch
+
+from fglcore.files import save_atomic
 
 if TYPE_CHECKING:
     from fglcore.algorithms.base import Algorithm
@@ -71,16 +72,9 @@ class RunArtifact:
              payload: dict[str, torch.Tensor]) -> None:
         """Write ``payload`` (tensors moved to the CPU) for the run ``config_id`` whose stored rows will be
         ``rows``, atomically: a temporary file in the same folder, then :func:`os.replace`."""
-        path = self.path(store, config_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
         tensors = {name: value.detach().cpu().contiguous() for name, value in payload.items()}
-        try:
-            torch.save({"config_id": config_id, "fingerprint": rows_fingerprint(rows), "payload": tensors}, partial)
-            os.replace(partial, path)
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
+        save_atomic({"config_id": config_id, "fingerprint": rows_fingerprint(rows), "payload": tensors},
+                    self.path(store, config_id))
 
     def load(self, store: str | os.PathLike[str], config_id: str, rows: pd.DataFrame | list[dict[str, Any]]
              ) -> dict[str, torch.Tensor] | None:

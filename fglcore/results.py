@@ -66,13 +66,13 @@ import json
 import math
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 from filelock import FileLock
 
+from fglcore.files import write_csv_atomic
 from fglcore.provenance import PROVENANCE_COLUMNS
 
 if TYPE_CHECKING:
@@ -515,35 +515,6 @@ def busy_seconds(run_log: pd.DataFrame) -> float:
         busy += max(0.0, (end - max(start, covered_until)).total_seconds())
         covered_until = max(covered_until, end)
     return busy
-
-
-def write_csv_atomic(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Write ``frame`` to ``path`` as CSV through a temporary file in the same folder and :func:`os.replace`.
-
-    Readers see the old file or the new one, never a partial write; on any
-    error the temporary file is removed and the old file is left as it was.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(
-        "w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False, newline="", encoding="utf-8"
-    )
-    try:
-        with handle:
-            frame.to_csv(handle, index=False, lineterminator="\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(handle.name, 0o666 & ~_umask())  # the mode open() would give, not mkstemp's 0600
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def mean_standard_error(std: float, n_seeds: int) -> float:

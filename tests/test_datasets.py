@@ -458,7 +458,7 @@ def test_verification_runs_once_until_a_file_changes(fresh_root, monkeypatch):
         raise AssertionError(f"{path} hashed again")
 
     with monkeypatch.context() as patch:
-        patch.setattr(ds, "_sha256", no_hashing)
+        patch.setattr(ds, "sha256_file", no_hashing)
         assert ensure_raw("CiteSeer") == raw
 
     with open(raw / "ind.citeseer.y", "ab") as f:

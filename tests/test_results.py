@@ -348,7 +348,7 @@ def test_merge_adds_runs_made_elsewhere_with_their_records_and_overwrites_nothin
 def test_atomic_writes_give_the_file_the_mode_open_would(tmp_path):
     import stat
 
-    from fglcore.results import write_csv_atomic
+    from fglcore.files import write_csv_atomic
 
     mask = os.umask(0o022)
     try:

@@ -105,6 +105,7 @@ from fglcore.algorithms.training import fast_graph_default, whole_graph_operator
 from fglcore.algorithms.fedavg_ft import FedAvgFT, FineTuneClient, OneShotServer, search_local_epochs
 from fglcore.checks import POSITIVE, Bounds
 from fglcore.config import ConfigError, ExperimentConfig
+from fglcore.files import update_with_tensor
 from fglcore.fl.channel import Channel
 from fglcore.fl.checkpoint import RoundCheckpoint, rng_state, set_rng_state
 from fglcore.fl.engine import Client, Payload, RunResult, TrainingDiverged, evaluate_clients
@@ -144,9 +145,7 @@ def uploads_fingerprint(updates: Mapping[int, Payload]) -> str:
     digest = hashlib.sha256()
     for cid in sorted(updates):
         for name, value in sorted(updates[cid].items()):
-            tensor = value.detach().cpu().contiguous()
-            digest.update(f"{cid};{name};{tensor.dtype};{tuple(tensor.shape)};".encode())
-            digest.update(memoryview(tensor.reshape(-1).view(torch.uint8).numpy()))
+            update_with_tensor(digest, f"{cid}/{name}", value)
     return digest.hexdigest()
 
 

@@ -232,9 +232,7 @@ import copy
 import hashlib
 import json
 import math
-import os
 import pickle
-import uuid
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -252,6 +250,7 @@ from fglcore.algorithms.fedsgd import WEIGHTINGS, FedSGDServer, client_weight
 from fglcore.algorithms.training import client_seed, make_optimizer, whole_graph_operators
 from fglcore.checks import NON_NEGATIVE, POSITIVE, Bounds
 from fglcore.config import ConfigError, ExperimentConfig
+from fglcore.files import save_atomic
 from fglcore.data.federation import cross_blocks
 from fglcore.data.multihop import (PRUNING, multihop_adjacency, normalized_adjacency, prune_at, prune_top,
                                    to_torch_sparse, top_values_threshold)
@@ -494,13 +493,6 @@ def _csr_read(stored: list[tuple[Tensor, ...]]) -> list[sp.csr_matrix]:
             for d, i, ptr, shape in stored]
 
 
-def _save_atomic(stored: dict, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
-    torch.save(stored, partial)
-    os.replace(partial, path)  # concurrent writers produce the same bytes; the rename is atomic
-
-
 def _message_tuples(messages: list[Message]) -> list[tuple]:
     """The messages as stored: ``dataclasses.astuple``'s tuples (the fields in order; ``shape`` a tuple of ints),
     without its recursive deep copy (the fields are immutable)."""
@@ -587,11 +579,11 @@ def cached_abar(data: Data, assignment: Tensor, clients: list[Data], hops: int, 
         computed = server_abar(data, assignment, clients, hops, pruning, p, channel)
     if path is not None:
         small = sum(r.nnz for r in computed) <= ABAR_CACHE_MAX_VALUES
-        _save_atomic({"rows": _csr_stored(computed) if small else None,
+        save_atomic({"rows": _csr_stored(computed) if small else None,
                       "messages": _message_tuples(channel.ledger.messages[start:])}, path)
     if state_path is not None and stored_depth < hops:  # a deeper state is kept
         keep = sum(r.nnz for r in computed) <= ABAR_STATE_MAX_VALUES
-        _save_atomic({"hops": int(hops), "hop_ends": [e - start for e in hop_ends],
+        save_atomic({"hops": int(hops), "hop_ends": [e - start for e in hop_ends],
                       "messages": _message_tuples(channel.ledger.messages[start:]),
                       "rows": _csr_stored(computed) if keep else None}, state_path)
     return computed if rows else None

@@ -10,7 +10,8 @@ import pandas as pd
 from fglcore.compare.cells import COMPARISON_COLUMNS, STATUSES, compare
 from fglcore.compare.paper_file import paper_dict
 from fglcore.compare.verdicts import CLAIM_COLUMNS, check_claims
-from fglcore.results import ResultStore, write_csv_atomic
+from fglcore.files import write_csv_atomic
+from fglcore.results import ResultStore
 
 NO_VALUE = "—"
 

@@ -60,7 +60,6 @@ import json
 import os
 import shutil
 import socket
-import uuid
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +70,7 @@ from filelock import FileLock
 from torch_geometric.data import Data, InMemoryDataset
 
 from fglcore.config import ConfigError
+from fglcore.files import sha256_file, update_with_tensor, write_atomic
 from fglcore.paths import data_root, mirror_root
 from fglcore.registry import Registry, UnknownNameError
 from fglcore.settings import SETTINGS, setting
@@ -807,11 +807,7 @@ def data_checksum(data: Data) -> str:
             continue
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"data.{key} must be a tensor to be checksummed, got {type(value).__name__}")
-        tensor = value.detach().cpu()
-        if tensor.layout != torch.strided:
-            tensor = tensor.to_dense()
-        digest.update(f";{key}:{str(tensor.dtype)}:{tuple(tensor.shape)};".encode())
-        digest.update(memoryview(tensor.contiguous().reshape(-1).view(torch.uint8).numpy()))
+        update_with_tensor(digest, key, value)
     return digest.hexdigest()
 
 
@@ -919,9 +915,7 @@ def _copy_files(source: Path, target: Path, files: list[str]) -> list[Path]:
     target.mkdir(parents=True, exist_ok=True)
     written = []
     for name in files:
-        partial = target / f".{name}.{uuid.uuid4().hex}.part"
-        shutil.copyfile(source / name, partial)
-        os.replace(partial, target / name)
+        write_atomic(target / name, lambda partial, name=name: shutil.copyfile(source / name, partial))
         written.append(target / name)
     return written
 
@@ -1031,7 +1025,7 @@ def _verify(spec: DatasetSpec, raw: Path, written: list[Path], source: str, stri
             pass
     mismatches = []
     for name, sha in expected.items():
-        actual = _sha256(raw / name)
+        actual = sha256_file(raw / name)
         if actual != sha:
             mismatches.append((raw / name, sha, actual))
     if mismatches and not strict:
@@ -1053,17 +1047,7 @@ def _verify(spec: DatasetSpec, raw: Path, written: list[Path], source: str, stri
             lines.append(f"The files written by this call were removed again: {', '.join(p.name for p in removed)}.")
         lines.append("Replace them with the original files, or set FGL_VERIFY_CHECKSUMS=0 to skip this check.")
         raise ChecksumMismatchError("\n".join(lines), mismatches=mismatches)
-    partial = raw / f".{VERIFIED_MARKER}.{uuid.uuid4().hex}.part"
-    partial.write_text(json.dumps(signatures, sort_keys=True))
-    os.replace(partial, marker)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    write_atomic(marker, lambda partial: partial.write_text(json.dumps(signatures, sort_keys=True)))
 
 
 # --------------------------------------------------------------------------- structure only

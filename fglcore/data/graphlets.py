@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-import torch
 from torch import Tensor
 
 NUM_ORBITS = 73

@@ -47,23 +47,19 @@ algorithm (:mod:`fglcore.algorithms.fedstruct`).
 """
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import uuid
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
-from filelock import FileLock
 from torch import Tensor
 from torch_geometric.data import Data
 
 from fglcore.config import ConfigError
 from fglcore.data.graphlets import NUM_ORBITS, orbit_counts
 from fglcore.data.multihop import self_loop_adjacency
+from fglcore.files import cached_tensor, json_key
 from fglcore.paths import cache_root
 
 
@@ -76,23 +72,10 @@ def degree_features(degree: Tensor, width: int = 256) -> Tensor:
 
 def _cached(payload: dict, shape: tuple[int, int], compute, cache: bool = True) -> Tensor:
     """``compute()`` kept on disk under ``cache_root()/structure/`` by the sha256 of ``payload`` (what was
-    computed, its settings and the graph's checksum); a cached tensor of another shape is computed again.
-    Written atomically (a temporary file, then :func:`os.replace`), under a file lock, so that processes asking
-    for the same tensor at once compute it once."""
-    path = cache_root() / "structure" / f"{hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()}.pt"
+    computed, its settings and the graph's checksum), through :func:`~fglcore.files.cached_tensor`."""
     if not cache:
         return compute()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(path.with_name(f".{path.name}.lock")):  # one process computes, the others wait and read it
-        if path.is_file():
-            values = torch.load(path, weights_only=True)
-            if isinstance(values, Tensor) and values.shape == shape:
-                return values
-        values = compute()
-        partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
-        torch.save(values, partial)
-        os.replace(partial, path)
-    return values
+    return cached_tensor(cache_root() / "structure" / f"{json_key(payload)}.pt", shape, compute)
 
 
 def _graph_checksum(edge_index: Tensor, num_nodes: int) -> str:

@@ -55,11 +55,7 @@ difference.
 from __future__ import annotations
 
 import difflib
-import hashlib
-import json
-import os
 import pickle
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
@@ -70,6 +66,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 
 from fglcore.config import ConfigError, check_choice, check_type
+from fglcore.files import json_key, save_atomic
 from fglcore.paths import cache_root, data_root, mirror_root
 from fglcore.registry import Registry
 
@@ -232,10 +229,7 @@ def cached_partition(data: Data, method: str, num_clients: int, seed: int, **opt
         except (OSError, EOFError, RuntimeError, ValueError, pickle.UnpicklingError):
             pass  # an unreadable or damaged file is recomputed and replaced
     assignment = partition_nodes(data, method, num_clients, seed, **merged)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
-    torch.save(assignment, partial)
-    os.replace(partial, path)  # concurrent writers produce the same bytes; the rename is atomic
+    save_atomic(assignment, path)
     return assignment
 
 
@@ -246,7 +240,7 @@ def partition_cache_key(data: Data, method: str, num_clients: int, seed: int, **
     merged = PARTITIONERS.get(method).validate_options(options)
     payload = {"version": PARTITION_CACHE_VERSION, "method": method, "num_clients": int(num_clients),
                "seed": int(seed), "options": merged, "data": data_checksum(data)}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    return json_key(payload)
 
 
 def partition_cache_path(data: Data, method: str, num_clients: int, seed: int, **options: Any) -> Path:

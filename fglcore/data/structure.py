@@ -49,11 +49,6 @@ encoding, so a sweep pays for DD's 330k nodes once.
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
-import os
-import pickle
-import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
@@ -66,6 +61,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 
 from fglcore.config import ConfigError
+from fglcore.files import cached_tensor, json_key
 from fglcore.paths import cache_root
 
 ENCODINGS = ("rw_dg", "rw", "dg", "ones")
@@ -185,17 +181,16 @@ def structure_encodings(
     if not graphs:
         return []
     sizes = [_num_nodes(g) for g in graphs]
-    path = None
+
+    def compute() -> Tensor:
+        return torch.cat([encoding(*_disjoint_union(chunk, chunk_sizes))
+                          for chunk, chunk_sizes in _chunks(graphs, sizes, chunk_nodes)])
+
     if cache and encoding.uses_random_walks:
         path = structure_cache_path(*_disjoint_union(graphs, sizes), encoding)
-    values = _read_cache(path, sum(sizes), encoding.width) if path is not None else None
-    if values is None:
-        parts = []
-        for chunk, chunk_sizes in _chunks(graphs, sizes, chunk_nodes):
-            parts.append(encoding(*_disjoint_union(chunk, chunk_sizes)))
-        values = torch.cat(parts)
-        if path is not None:
-            _write_cache(path, values)
+        values = cached_tensor(path, (sum(sizes), encoding.width), compute)
+    else:
+        values = compute()
     return list(torch.split(values, sizes))
 
 
@@ -234,8 +229,7 @@ def structure_cache_path(edge_index: Tensor, num_nodes: int, encoding: Structure
         "encoding": asdict(encoding),
         "graph": data_checksum(Data(edge_index=edge_index, num_nodes=num_nodes)),
     }
-    key = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
-    return cache_root() / "structure" / f"{key}.pt"
+    return cache_root() / "structure" / f"{json_key(payload)}.pt"
 
 
 # --------------------------------------------------------------------------- helpers
@@ -271,22 +265,3 @@ def _chunks(
     if current:
         chunks.append((current, current_sizes))
     return chunks
-
-
-def _read_cache(path: Path, num_nodes: int, width: int) -> Tensor | None:
-    if not path.is_file():
-        return None
-    try:
-        values = torch.load(path, weights_only=True)
-    except (OSError, EOFError, RuntimeError, pickle.UnpicklingError):
-        return None  # unreadable: recomputed and replaced
-    if not isinstance(values, Tensor) or values.shape != (num_nodes, width) or values.dtype != torch.float32:
-        return None
-    return values
-
-
-def _write_cache(path: Path, values: Tensor) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
-    torch.save(values, partial)
-    os.replace(partial, path)  # atomic; concurrent writers produce the same bytes

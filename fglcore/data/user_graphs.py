@@ -25,7 +25,6 @@ field and what is expected, before any training starts.
 """
 from __future__ import annotations
 
-import hashlib
 import pickle
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from torch import Tensor
 from torch_geometric.data import Data, InMemoryDataset
 
 from fglcore.data.datasets import README_SECTION, UserDatasetError
+from fglcore.files import sha256_file
 
 PROCESSED_SKIPPED = ("pre_transform.pt", "pre_filter.pt")
 """Files PyG writes into ``processed/`` beside the data, never read as data."""
@@ -105,11 +105,7 @@ def data_file(path: Path) -> Path:
 
 def file_sha256(path: Path) -> str:
     """sha256 (hex) of the bytes :func:`read_user_dataset` reads for ``path``."""
-    digest = hashlib.sha256()
-    with open(data_file(path), "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return sha256_file(data_file(path))
 
 
 def describe(content: Data | UserGraphDataset) -> str:

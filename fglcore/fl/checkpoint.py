@@ -35,6 +35,7 @@ import types
 import numpy as np
 import torch
 
+from fglcore.files import save_atomic
 from fglcore.settings import SETTINGS, setting
 
 CHECKPOINT_ENV = SETTINGS["checkpoint_seconds"].variable
@@ -99,10 +100,7 @@ class RoundCheckpoint:
         return time.monotonic() - self._last_save >= self.every_seconds
 
     def save(self, state: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_name(f".{self.path.name}.tmp")
-        torch.save({**state, "rng": rng_state()}, temporary, pickle_module=_COMPACT)
-        os.replace(temporary, self.path)
+        save_atomic({**state, "rng": rng_state()}, self.path, pickle_module=_COMPACT)
         self._last_save = time.monotonic()
 
     def load(self) -> dict[str, Any] | None:

@@ -74,7 +74,8 @@ from fglcore import runtime
 from fglcore.fl.channel import Channel
 from fglcore.fl.checkpoint import rng_state, set_rng_state
 from fglcore.fl.engine import Client, Payload, run_rounds
-from fglcore.fl.flower.job import FlowerUnsupported, _save, load_file
+from fglcore.files import save_atomic
+from fglcore.fl.flower.job import FlowerUnsupported, load_file
 from fglcore.fl.flower.secaggplus import MODE as SECAGGPLUS, SecAggPlus, client_step, is_secaggplus
 from fglcore.metrics import Prediction
 
@@ -189,7 +190,7 @@ def _use_random_state(message: Message, content: Mapping[str, Any]) -> None:
 
 
 def _keep(content: dict[str, Any], client: Client, state: Path) -> None:
-    _save({**content, "client": client, "rng": rng_state()}, state)
+    save_atomic({**content, "client": client, "rng": rng_state()}, state)
 
 
 def _take_payload(client: Client, message: Message) -> None:
@@ -228,7 +229,7 @@ def train(message: Message, context: Context) -> Message:
         reply, used = client_step(message, context, content_in.get("secagg_update"), int(client.num_samples),
                                   int(content_in["rng_seed"]))
         if used:  # the kept update has been uploaded, masked
-            _save({**content_in, "secagg_update": None}, state)
+            save_atomic({**content_in, "secagg_update": None}, state)
         return reply
     _use_random_state(message, content_in)
     _take_payload(client, message)
@@ -573,7 +574,7 @@ def main(grid: Grid, context: Context) -> None:
         result.extras["flower_seconds"] = time.perf_counter() - started
         result.extras["flower_wire"] = link.wire
         result.extras["flower_run_id"] = context.run_id
-        _save(result, result_file)
+        save_atomic(result, result_file)
     except BaseException as error:
         error_file.write_text(f"{type(error).__name__}: {error}\n")
         raise

@@ -45,6 +45,7 @@ import torch
 
 from fglcore.algorithms.training import client_seed
 from fglcore.config import ExperimentConfig
+from fglcore.files import save_atomic
 from fglcore.fl.channel import Channel, Ledger
 from fglcore.fl.checkpoint import rng_state
 from fglcore.fl.engine import Client, Server
@@ -122,12 +123,6 @@ def check_participants(algorithm: Any, server: Server | None, clients: list[Clie
         _ReferenceCheck(forbidden, f"{name} server").dump(server)
 
 
-def _save(obj: Any, path: Path) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    torch.save(obj, temporary)
-    os.replace(temporary, path)
-
-
 def prepare_job(config: ExperimentConfig | Mapping[str, Any], folder: str | os.PathLike[str]) -> Job:
     """Build ``config``'s algorithm as :func:`fglcore.experiment.run_full` does (:func:`fglcore.experiment.prepare`),
     check it (:func:`check_participants`) and write its server and partition files into ``folder``."""
@@ -154,11 +149,11 @@ def prepare_job(config: ExperimentConfig | Mapping[str, Any], folder: str | os.P
     partitions = {}
     for client in clients:
         path = folder / f"{client.name}.pt"
-        _save({"format": JOB_FORMAT, "client": client, "secure": secure,
-               "rng_seed": client_seed(config.seed, client.cid)}, path)
+        save_atomic({"format": JOB_FORMAT, "client": client, "secure": secure,
+                     "rng_seed": client_seed(config.seed, client.cid)}, path)
         partitions[client.cid] = path
     server_file = folder / "server.pt"
-    _save({
+    save_atomic({
         "format": JOB_FORMAT,
         "algorithm": algorithm.name,
         "server": server,
