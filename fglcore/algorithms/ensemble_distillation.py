@@ -107,7 +107,7 @@ from fglcore.checks import POSITIVE, Bounds
 from fglcore.config import ConfigError, ExperimentConfig
 from fglcore.files import update_with_tensor
 from fglcore.fl.channel import Channel
-from fglcore.fl.checkpoint import RoundCheckpoint, rng_state, set_rng_state
+from fglcore.fl.checkpoint import RoundCheckpoint, set_rng_state
 from fglcore.fl.engine import Client, Payload, RunResult, TrainingDiverged, evaluate_clients
 from fglcore.fl.parameters import weighted_mean
 from fglcore.models import MODELS, build_client_model
@@ -333,11 +333,11 @@ class DistillationServer(OneShotServer):
         for these uploads (another ``E`` of the grid, other code, no file)."""
         if self.progress is None:
             return [], []
-        before = rng_state()
-        saved = (self.progress.load() or {}).get("distillation")  # load() restores the saved random states
+        state = self.progress.load(restore_rng=False) or {}
+        saved = state.get("distillation")
         if saved is None or saved.get("uploads") != key:
-            set_rng_state(before)
             return [], []
+        set_rng_state(state["rng"])
         return list(saved["students"]), list(saved["reports"])
 
     def payload_for(self, client: Client, round: int) -> Payload | None:

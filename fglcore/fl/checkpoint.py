@@ -103,8 +103,11 @@ class RoundCheckpoint:
         save_atomic({**state, "rng": rng_state()}, self.path, pickle_module=_COMPACT)
         self._last_save = time.monotonic()
 
-    def load(self) -> dict[str, Any] | None:
-        """The saved state with the random states restored, or ``None`` (no file, or one that does not load)."""
+    def load(self, restore_rng: bool = True) -> dict[str, Any] | None:
+        """The saved state with the random states restored, or ``None`` (no file, or one that does not load).
+
+        ``restore_rng=False`` leaves the random states alone and the saved ones in the state's ``"rng"``
+        (:func:`set_rng_state`), for a caller that first checks the state is the one it can resume from."""
         if not self.path.exists():
             return None
         try:
@@ -114,7 +117,8 @@ class RoundCheckpoint:
         except Exception as error:  # noqa: BLE001 -- any unpickling failure means "start over"
             warnings.warn(f"ignoring checkpoint {self.path} that does not load ({error}); the run starts over")
             return None
-        set_rng_state(state.pop("rng"))
+        if restore_rng:
+            set_rng_state(state.pop("rng"))
         self._last_save = time.monotonic()
         return state
 
