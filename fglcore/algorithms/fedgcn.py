@@ -52,7 +52,7 @@ weights weighted by training nodes (FedStruct's tables: one local step per
 round, digest item 24; the FedGCN paper: 3 local SGD steps). FedStruct's
 tables train GraphSAGE (``config.model = "sage"``); the FedGCN paper a GCN.
 Every option and behaviour of FedAvg applies (``share``, ``norm_layers``,
-``reset_optimizer``), and ``config.model_options`` reach the model: FedStruct's
+``reset_optimizer``, ``weighting``), and ``config.model_options`` reach the model: FedStruct's
 tables give FedGCN's GraphSAGE the input LayerNorm of their other GraphSAGE
 baselines, kept out of the averaging (:mod:`fglcore.papers.fedstruct.tables`).
 
@@ -71,7 +71,7 @@ from torch_geometric.data import Data
 from torch_geometric.utils import k_hop_subgraph
 
 from fglcore.algorithms.base import Trainer, register_algorithm
-from fglcore.algorithms.fedavg import NORM_LAYER_MODES, SHARE_MODES, FedAvg
+from fglcore.algorithms.fedavg import FedAvg
 from fglcore.algorithms.fedstruct import own_rows
 from fglcore.algorithms.training import NodeTrainer
 from fglcore.fl.channel import Channel
@@ -200,10 +200,9 @@ class FedGCN(FedAvg):
     hops: ClassVar[int]
     tasks = ("node",)
     needs_cross_edges = True
-    default_options: dict[str, Any] = {"exchange": "sums", "share": "auto", "norm_layers": "averaged",
-                                       "reset_optimizer": False}
-    option_choices = {"exchange": EXCHANGES, "share": SHARE_MODES, "norm_layers": NORM_LAYER_MODES}
-    late_options = ("norm_layers",)  # added after runs were stored
+    default_options: dict[str, Any] = {**FedAvg.default_options, "exchange": "sums"}
+    option_choices = {**FedAvg.option_choices, "exchange": EXCHANGES}
+    late_options = ("norm_layers", "weighting")  # FedAvg's, added after runs were stored
     citation = ("Yao et al., FedGCN: Convergence-Communication Tradeoffs in Federated Training of Graph "
                 "Convolutional Networks, NeurIPS 2023 (not private: clients receive aggregated neighbour features)")
 
