@@ -250,12 +250,12 @@ from fglcore.algorithms.fedsgd import WEIGHTINGS, FedSGDServer, client_weight
 from fglcore.algorithms.training import client_seed, make_optimizer, whole_graph_operators
 from fglcore.checks import NON_NEGATIVE, POSITIVE, Bounds
 from fglcore.config import ConfigError, ExperimentConfig
-from fglcore.files import save_atomic
 from fglcore.data.federation import cross_blocks
 from fglcore.data.multihop import (PRUNING, multihop_adjacency, normalized_adjacency, prune_at, prune_top,
                                    to_torch_sparse, top_values_threshold)
 from fglcore.data.graphlets import NUM_ORBITS
 from fglcore.data.node_structure import degree_features, fedstar_features, gdv_features, node2vec_features
+from fglcore.files import save_atomic
 from fglcore.fl.channel import Channel, Message
 from fglcore.fl.engine import SERVER, Client, Payload, Server
 from fglcore.fl.parameters import gradient_payload, load_payload, module_payload, norm_parameter_names
@@ -580,12 +580,12 @@ def cached_abar(data: Data, assignment: Tensor, clients: list[Data], hops: int, 
     if path is not None:
         small = sum(r.nnz for r in computed) <= ABAR_CACHE_MAX_VALUES
         save_atomic({"rows": _csr_stored(computed) if small else None,
-                      "messages": _message_tuples(channel.ledger.messages[start:])}, path)
+                     "messages": _message_tuples(channel.ledger.messages[start:])}, path)
     if state_path is not None and stored_depth < hops:  # a deeper state is kept
         keep = sum(r.nnz for r in computed) <= ABAR_STATE_MAX_VALUES
         save_atomic({"hops": int(hops), "hop_ends": [e - start for e in hop_ends],
-                      "messages": _message_tuples(channel.ledger.messages[start:]),
-                      "rows": _csr_stored(computed) if keep else None}, state_path)
+                     "messages": _message_tuples(channel.ledger.messages[start:]),
+                     "rows": _csr_stored(computed) if keep else None}, state_path)
     return computed if rows else None
 
 

@@ -915,7 +915,7 @@ def _copy_files(source: Path, target: Path, files: list[str]) -> list[Path]:
     target.mkdir(parents=True, exist_ok=True)
     written = []
     for name in files:
-        write_atomic(target / name, lambda partial, name=name: shutil.copyfile(source / name, partial))
+        write_atomic(target / name, lambda partial: shutil.copyfile(source / name, partial))
         written.append(target / name)
     return written
 

@@ -71,10 +71,10 @@ from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects
 from torch import Tensor
 
 from fglcore import runtime
+from fglcore.files import save_atomic
 from fglcore.fl.channel import Channel
 from fglcore.fl.checkpoint import rng_state, set_rng_state
 from fglcore.fl.engine import Client, Payload, run_rounds
-from fglcore.files import save_atomic
 from fglcore.fl.flower.job import FlowerUnsupported, load_file
 from fglcore.fl.flower.secaggplus import MODE as SECAGGPLUS, SecAggPlus, client_step, is_secaggplus
 from fglcore.metrics import Prediction
